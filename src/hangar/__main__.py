@@ -1,0 +1,3 @@
+from hangar.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Thin command-line layer: parse options, call one library function, render, exit."""

@@ -1,0 +1,95 @@
+"""Entry point and the single error boundary.
+
+Subcommands are registered in one literal dict and imported only when used, so
+``hangar --help`` stays fast (no pydantic, rich or huggingface_hub import).
+Exit codes: 0 ok, 1 expected failure (HangarError), 2 usage error, 3 bug or bad
+packaged data, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+# name -> (module, attribute, one-line help). The help is here so --help needs no import.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "plan": ("hangar.cli.plan", "plan", "Check every vLLM startup rule and the memory budget."),
+    "models": ("hangar.cli.models", "models", "List and show the embedded model catalog."),
+    "gpus": ("hangar.cli.gpus", "gpus", "List the GPU profiles Hangar knows."),
+    "doctor": ("hangar.cli.doctor", "doctor", "Name the root cause of a failed launch from logs."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module_name, attr, _ = COMMANDS[name]
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                return None
+            raise
+        command: click.Command = getattr(module, attr)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.version_option(package_name="hangar", prog_name="hangar")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Hangar: plan, check, launch, diagnose and evaluate vLLM deployments."""
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+def _debug_requested(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("HANGAR_DEBUG") == "1"
+
+
+def _report(message: str) -> None:
+    click.echo(f"hangar: error: {message}", err=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; map every expected failure to one line and an exit code."""
+    from hangar.errors import HangarError
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug_requested(args)
+    try:
+        result: Any = cli.main(args=args, prog_name="hangar", standalone_mode=False)
+    except HangarError as exc:
+        if debug:
+            raise
+        _report(exc.one_line())
+        return exc.exit_code
+    except click.exceptions.Abort:
+        return 130
+    except KeyboardInterrupt:
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except Exception as exc:  # the boundary: a bug, reported in one line unless --debug
+        if debug:
+            raise
+        _report(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)")
+        return 3
+    return int(result or 0)

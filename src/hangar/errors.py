@@ -1,0 +1,99 @@
+"""Hangar's exception tree.
+
+HangarError                 anything Hangar expects and can explain (exit 1)
+├── InputError              a file or value the user gave is wrong (names file, field, fix)
+│   ├── ModelNotFound       a model id that no source knows
+│   └── UnknownGpu          a GPU name that is not in the catalog
+├── DataError               a packaged data file is invalid (a bug in Hangar's data)
+├── NoGpuDetected           no --gpu given and NVML finds no GPU
+└── CommandFailed           a subprocess exited non-zero (argv, code, stdout, stderr)
+
+Each error renders as one line; ``hint`` is the command or flag to try next.
+UsageError (exit 2) is raised for invalid option combinations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class HangarError(Exception):
+    """Base class: an expected failure with a one-line explanation and a next step."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        text = self.message.replace("\n", " ").strip()
+        return f"{text} Fix: {self.hint}" if self.hint else text
+
+
+class UsageError(HangarError):
+    """Options that cannot be combined, or a value out of range (exit 2)."""
+
+    exit_code = 2
+
+
+class InputError(HangarError):
+    """A user-provided file or value is invalid; names the file and field."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = ": ".join(part for part in (source, f"field '{field}'" if field else None) if part)
+        super().__init__(f"{where}: {message}" if where else message, hint=hint)
+        self.source = source
+        self.field = field
+
+
+class ModelNotFound(InputError):
+    def __init__(self, model: str, *, hint: str | None = None) -> None:
+        super().__init__(
+            f"model '{model}' is not a local directory, not in the embedded catalog, "
+            "and not available from the Hugging Face hub or its local cache",
+            hint=hint or "hangar models list   (or pass a local directory holding config.json)",
+        )
+        self.model = model
+
+
+class UnknownGpu(InputError):
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        super().__init__(
+            f"unknown GPU '{name}'",
+            field="--gpu",
+            hint=f"use one of: {', '.join(known)}   (hangar gpus list)",
+        )
+        self.gpu = name
+
+
+class DataError(HangarError):
+    """Hangar's own packaged data is invalid: names the data file, entry and key."""
+
+    exit_code = 3
+
+
+class NoGpuDetected(HangarError):
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"no --gpu given and no local NVIDIA GPU detected ({reason})",
+            hint="pass the target hardware, e.g. --gpu H100 --gpus 8",
+        )
+
+
+class CommandFailed(HangarError):
+    def __init__(self, argv: Sequence[str], code: int, stdout: str, stderr: str) -> None:
+        tail = (stderr or stdout).strip().splitlines()[-1:] or [""]
+        super().__init__(f"command {list(argv)!r} exited with {code}: {tail[0]}")
+        self.argv = list(argv)
+        self.code = code
+        self.stdout = stdout
+        self.stderr = stderr

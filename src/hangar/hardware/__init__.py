@@ -1,0 +1,1 @@
+"""Hardware facts: the GPU catalog (data), forgiving name lookup and NVML detection."""

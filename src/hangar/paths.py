@@ -1,0 +1,59 @@
+"""Where Hangar keeps its own files.
+
+XDG base directories by default; ``HANGAR_HOME`` moves all of them under one
+directory (tests and benchmarks use it so they never touch the real home).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_KINDS = {
+    "config": ("XDG_CONFIG_HOME", ".config"),
+    "data": ("XDG_DATA_HOME", ".local/share"),
+    "state": ("XDG_STATE_HOME", ".local/state"),
+    "cache": ("XDG_CACHE_HOME", ".cache"),
+}
+
+
+def hangar_dir(kind: str) -> Path:
+    """Directory for ``kind`` (config, data, state or cache); not created."""
+    env_var, fallback = _KINDS[kind]
+    home = os.environ.get("HANGAR_HOME")
+    if home:
+        return Path(home) / kind
+    base = os.environ.get(env_var) or str(Path.home() / fallback)
+    return Path(base) / "hangar"
+
+
+def config_dir() -> Path:
+    return hangar_dir("config")
+
+
+def data_dir() -> Path:
+    return hangar_dir("data")
+
+
+def state_dir() -> Path:
+    return hangar_dir("state")
+
+
+def cache_dir() -> Path:
+    return hangar_dir("cache")
+
+
+def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write ``text`` to ``path`` so readers never see a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
