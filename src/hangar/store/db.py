@@ -1,0 +1,25 @@
+"""One SQLite database under the state dir; each store module creates its own tables."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from hangar.paths import state_dir
+
+DB_NAME = "hangar.sqlite3"
+
+
+def db_path() -> Path:
+    return state_dir() / DB_NAME
+
+
+def connect(path: Path | None = None) -> sqlite3.Connection:
+    """Open the store (created on first use) with WAL so readers never block a writer."""
+    target = path or db_path()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(target, timeout=30)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
