@@ -17,16 +17,49 @@ import click
 
 # name -> (module, attribute, one-line help). The help is here so --help needs no import.
 COMMANDS: dict[str, tuple[str, str, str]] = {
+    "init": (
+        "hangar.cli.init",
+        "init",
+        "Write a deployment file (hangar.toml), interactively or from flags.",
+    ),
     "plan": ("hangar.cli.plan", "plan", "Check every vLLM startup rule and the memory budget."),
+    "preflight": (
+        "hangar.cli.preflight",
+        "preflight",
+        "Plan rules plus host checks before a launch.",
+    ),
+    "launch": (
+        "hangar.cli.launch",
+        "launch",
+        "Start a deployment and wait until it really serves.",
+    ),
+    "status": ("hangar.cli.status", "status", "Show launched runs and their state."),
+    "logs": ("hangar.cli.logs", "logs", "Show or follow the log of a run."),
+    "stop": ("hangar.cli.stop", "stop", "Stop a run Hangar started (its process group only)."),
+    "clean": ("hangar.cli.clean", "clean", "Remove run dirs, temp files and locks of dead runs."),
+    "doctor": ("hangar.cli.doctor", "doctor", "Name the root cause of a failed launch from logs."),
+    "workarounds": (
+        "hangar.cli.workarounds",
+        "workarounds",
+        "List, check and review known workarounds.",
+    ),
+    "engines": (
+        "hangar.cli.engines",
+        "engines",
+        "Manage side-by-side vLLM engines (venvs, images).",
+    ),
+    "support": ("hangar.cli.support", "support", "Can each engine run this model, and how?"),
+    "eval": ("hangar.cli.eval", "eval", "Smoke, feature and performance checks of a server."),
+    "compare": ("hangar.cli.compare", "compare", "Compare two eval runs metric by metric."),
+    "report": ("hangar.cli.report", "report", "Write a self-contained HTML report of eval runs."),
     "models": ("hangar.cli.models", "models", "List and show the embedded model catalog."),
     "gpus": ("hangar.cli.gpus", "gpus", "List the GPU profiles Hangar knows."),
-    "doctor": ("hangar.cli.doctor", "doctor", "Name the root cause of a failed launch from logs."),
 }
 
 
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
+        return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:

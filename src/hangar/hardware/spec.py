@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -33,3 +35,21 @@ class GpuSpec(BaseModel):
     @property
     def memory_gib(self) -> float:
         return self.memory_bytes / 2**30
+
+
+class Hardware(BaseModel):
+    """The target a plan is made for: one GPU kind, ``gpus_per_node`` of them on ``nodes`` hosts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gpu: GpuSpec
+    gpus_per_node: int = Field(ge=1)
+    nodes: int = Field(default=1, ge=1)
+    origin: Literal["catalog", "detected"] = Field(
+        default="catalog",
+        description="'catalog' when --gpu named it, 'detected' when NVML found it",
+    )
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * self.nodes

@@ -1,0 +1,83 @@
+"""`hangar plan`: parse options, call planning.plan, render. Exit 0 ok / 1 rejected / 2 usage."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import click
+
+from hangar.cli.options import hardware_options, json_option
+
+_HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgG]?)$")
+_UNITS = {"": 1, "k": 1000, "K": 1024, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
+
+
+class HumanInt(click.ParamType):
+    """vLLM's human_readable_int: 1k = 1000, 1K = 1024, 25.6k; -1 / auto mean auto-fit."""
+
+    name = "int"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        text = str(value).strip()
+        if text in ("-1", "auto"):
+            return -1
+        match = _HUMAN_INT.match(text)
+        if not match:
+            self.fail(f"{text!r} is not a length like 32768, 32k or 128K", param, ctx)
+        number, unit = match.groups()
+        result = int(float(number) * _UNITS[unit])
+        if result <= 0:
+            self.fail("must be a positive integer", param, ctx)
+        return result
+
+
+@click.command("plan")
+@click.argument("model")
+@hardware_options
+@click.option("--tp", "--tensor-parallel-size", "tp", type=click.IntRange(min=1), help="Tensor parallel size to check.")
+@click.option("--pp", "--pipeline-parallel-size", "pp", type=click.IntRange(min=1), help="Pipeline parallel size.")
+@click.option("--dp", "--data-parallel-size", "dp", type=click.IntRange(min=1), help="Data parallel size.")
+@click.option("--ep/--no-ep", "--enable-expert-parallel/--no-enable-expert-parallel", "ep", default=None, help="Expert parallel.")
+@click.option("--max-model-len", type=HumanInt(), help="Context length (32768, 32k, 128K; -1 = auto-fit).")
+@click.option("--gpu-memory-utilization", type=float, help="Fraction of GPU memory for vLLM (default 0.92 from 0.20).")
+@click.option("--kv-cache-dtype", default="auto", show_default=True)
+@click.option("--quantization", "-q", help="Quantization method, as for vllm serve.")
+@click.option("--dtype", default="auto", show_default=True)
+@click.option("--max-num-batched-tokens", type=click.IntRange(min=1))
+@click.option("--max-num-seqs", type=click.IntRange(min=1))
+@click.option("--enforce-eager", is_flag=True, help="No CUDA graphs (no graph memory reserved).")
+@click.option("--vllm-version", default=None, help="vLLM version whose rules apply (default: newest known).")
+@click.option("--all", "show_all", is_flag=True, help="Show every layout, not only the best ones.")
+@json_option
+def plan(
+    model: str, gpu: str | None, gpus: int | None, nodes: int, tp: int | None, pp: int | None,
+    dp: int | None, ep: bool | None, max_model_len: int | None, gpu_memory_utilization: float | None,
+    kv_cache_dtype: str, quantization: str | None, dtype: str, max_num_batched_tokens: int | None,
+    max_num_seqs: int | None, enforce_eager: bool, vllm_version: str | None, show_all: bool,
+    as_json: bool,
+) -> int:
+    """Check MODEL (catalog id, hub id or directory) against every vLLM startup rule.
+
+    With no layout given, every TP x PP x DP (x EP) layout of the GPUs is checked and the
+    best one recommended with its `vllm serve` flags.
+    """
+    from hangar.planning.api import make_plan
+    from hangar.planning.report import plan_json
+
+    result = make_plan(
+        model, gpu=gpu, gpus=gpus, nodes=nodes, tp=tp, pp=pp, dp=dp, ep=ep,
+        max_model_len=max_model_len, gpu_memory_utilization=gpu_memory_utilization,
+        kv_cache_dtype=kv_cache_dtype, quantization=quantization, dtype=dtype,
+        max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+        enforce_eager=enforce_eager, vllm_version=vllm_version,
+        allow_long=os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true"),
+    )
+    if as_json:
+        click.echo(json.dumps(plan_json(result), indent=2))
+    else:
+        from hangar.cli.render_plan import render_plan
+
+        render_plan(result, show_all=show_all)
+    return 0 if result.ok else 1

@@ -1,0 +1,87 @@
+"""Rich rendering of a Plan for people."""
+
+from __future__ import annotations
+
+import shlex
+
+from rich.console import Console
+from rich.table import Table
+
+from hangar.planning.plan import LayoutPlan, Plan
+
+GIB = 2**30
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _gib(value: int) -> str:
+    return f"{value / GIB:.1f}"
+
+
+def _layout_name(lay: LayoutPlan) -> str:
+    return f"TP{lay.tp} PP{lay.pp} DP{lay.dp}" + (" EP" if lay.ep else "")
+
+
+def _verdict(lay: LayoutPlan, recommended: LayoutPlan | None) -> str:
+    if not lay.valid:
+        first = next(f for f in lay.findings if f.severity == "error")
+        return f"[red]✗ {first.id}[/red]"
+    star = " ★" if lay is recommended else ""
+    return f"[green]✓{star}[/green]"
+
+
+def _header(console: Console, p: Plan) -> None:
+    m, hw, s = p.model, p.hardware, p.settings
+    size = "exact" if m.checkpoint_bytes else "computed"
+    console.print(
+        f"[bold]{m.id}[/bold]  {m.architecture}  {m.num_params / 1e9:.1f}B params, "
+        f"weights {_gib(m.weight_bytes)} GiB ({size})  [{', '.join(m.features)}]"
+    )
+    console.print(
+        f"{hw.total_gpus}× {hw.gpu.id} ({_gib(hw.gpu.memory_bytes)} GiB, SM "
+        f"{hw.gpu.compute_capability[0]}.{hw.gpu.compute_capability[1]}) on {hw.nodes} node(s)   "
+        f"vLLM {p.request.vllm_version} rules   max_model_len {s.max_model_len}   "
+        f"gpu_memory_utilization {s.gpu_memory_utilization}"
+    )
+
+
+def _table(p: Plan, layouts: list[LayoutPlan]) -> Table:
+    table = Table(show_lines=False)
+    for col, justify in (("layout", "left"), ("verdict", "left"), ("weights/GPU GiB", "right"),
+                         ("KV/GPU GiB", "right"), ("KV tokens", "right"), ("max conc.", "right")):
+        table.add_column(col, justify=justify, no_wrap=col in ("layout", "verdict"))  # type: ignore[arg-type]
+    for lay in layouts:
+        mem = lay.memory
+        table.add_row(_layout_name(lay), _verdict(lay, p.recommended), _gib(mem.weight_bytes_per_gpu),
+                      _gib(mem.kv_cache_bytes_per_gpu), f"{mem.kv_cache_tokens:,}", f"{mem.max_concurrency:.2f}")
+    return table
+
+
+def _findings(console: Console, lay: LayoutPlan, title: str) -> None:
+    if not lay.findings:
+        return
+    console.print(f"\n[bold]{title}[/bold]")
+    for f in lay.findings:
+        console.print(f"  [{_STYLE[f.severity]}]{f.severity:7}[/] {f.id} ({f.phase})", highlight=False)
+        console.print(f"          vLLM: {f.message}", highlight=False, soft_wrap=True)
+        console.print(f"          fix:  {f.fix}", highlight=False, soft_wrap=True)
+
+
+def render_plan(p: Plan, show_all: bool = False, console: Console | None = None) -> None:
+    out = console or Console()
+    _header(out, p)
+    shown = list(p.layouts) if show_all else list(p.layouts[:12])
+    out.print(_table(p, shown))
+    if len(p.layouts) > len(shown):
+        out.print(f"  … {len(p.layouts) - len(shown)} more layouts (--all)")
+    target = p.verdict_layout
+    if p.request.layout_requested and p.layouts:
+        _findings(out, p.layouts[0], f"Requested layout {_layout_name(p.layouts[0])}")
+    if p.recommended is not None and (p.recommended is not target or not p.request.layout_requested):
+        label = "Recommended" if not p.request.layout_requested else "Recommended instead"
+        _findings(out, p.recommended, f"{label} {_layout_name(p.recommended)}")
+    if p.recommended is None and not p.request.layout_requested and p.layouts:
+        _findings(out, p.layouts[0], f"Best rejected layout {_layout_name(p.layouts[0])}")
+    if p.recommended is not None:
+        out.print("\n[bold]Launch:[/bold] " + shlex.join(p.recommended.serve_args), highlight=False, soft_wrap=True)
+    else:
+        out.print("\n[red]No layout of these GPUs can serve this model; see the findings above.[/red]")

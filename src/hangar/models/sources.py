@@ -1,0 +1,231 @@
+"""Where model facts come from, in this order (first hit wins):
+
+1. a local path: a model directory holding config.json, or a config.json file;
+2. the Hugging Face cache on this machine (HF_HOME / HF_HUB_CACHE), without network;
+3. the embedded catalog shipped with Hangar (real configs with their sources);
+4. the Hugging Face hub over the network (skipped when HF_HUB_OFFLINE=1): config.json,
+   hf_quant_config.json and the exact weight size from the safetensors index.
+
+The token is whatever huggingface_hub reads itself (HF_TOKEN, the token file); Hangar
+never reads, prints or stores it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hangar.errors import InputError, ModelNotFound
+from hangar.models.config import load_config_file, parse_config
+from hangar.models.spec import ModelSpec
+
+CATALOG_PACKAGE = "hangar.models"
+CATALOG_DIR = "catalog"
+
+
+def load_model(ref: str) -> ModelSpec:
+    """Resolve ``ref`` (path, hub id or catalog id) to a frozen ModelSpec."""
+    path = Path(ref).expanduser()
+    if path.exists():
+        return from_local(path)
+    if _looks_like_path(ref):
+        raise InputError(
+            "no such file or directory",
+            source=ref,
+            hint="pass an existing model directory, or a hub/catalog id",
+        )
+    cached = _from_hf_cache(ref)
+    if cached is not None:
+        return cached
+    entry = catalog_entry(ref)
+    if entry is not None:
+        return from_catalog(entry)
+    remote = _from_hub(ref)
+    if remote is not None:
+        return remote
+    raise ModelNotFound(ref)
+
+
+def _looks_like_path(ref: str) -> bool:
+    return ref.startswith((".", "/", "~")) or ref.count("/") > 1 or ref.endswith(".json")
+
+
+def from_local(path: Path) -> ModelSpec:
+    directory = path if path.is_dir() else path.parent
+    config_path = directory / "config.json" if path.is_dir() else path
+    if not config_path.is_file():
+        raise InputError(
+            "no config.json in this directory",
+            source=str(directory),
+            hint="point at the model directory that holds config.json",
+        )
+    return _from_files(
+        config_path,
+        model_id=str(directory),
+        source="local",
+        local_dir=directory,
+        checkpoint_bytes=_local_weight_bytes(directory),
+    )
+
+
+def _from_files(
+    config_path: Path,
+    *,
+    model_id: str,
+    source: str,
+    local_dir: Path | None,
+    checkpoint_bytes: int | None,
+) -> ModelSpec:
+    config = load_config_file(config_path)
+    quant_path = config_path.with_name("hf_quant_config.json")
+    quant = load_config_file(quant_path) if quant_path.is_file() else None
+    return parse_config(
+        config,
+        model_id=model_id,
+        source=source,
+        path=str(config_path),
+        quant_file=quant,
+        local_dir=local_dir,
+        checkpoint_bytes=checkpoint_bytes,
+    )
+
+
+def _local_weight_bytes(directory: Path) -> int | None:
+    """Exact size from the safetensors index, else the sum of *.safetensors files."""
+    index = directory / "model.safetensors.index.json"
+    if index.is_file():
+        total = load_config_file(index).get("metadata", {}).get("total_size")
+        if isinstance(total, int) and total > 0:
+            return total
+    files = list(directory.glob("*.safetensors"))
+    return sum(f.stat().st_size for f in files) or None if files else None
+
+
+# ---------------------------------------------------------------- embedded catalog
+def _catalog_root() -> Path:
+    return Path(str(resources.files(CATALOG_PACKAGE) / CATALOG_DIR))
+
+
+@lru_cache(maxsize=1)
+def _catalog_index() -> dict[str, Path]:
+    root = _catalog_root()
+    index: dict[str, Path] = {}
+    if root.is_dir():
+        for folder in sorted(root.iterdir()):
+            if (folder / "config.json").is_file():
+                index[folder.name.replace("__", "/").lower()] = folder
+    return index
+
+
+def catalog_ids() -> list[str]:
+    return [read_meta(folder).get("hf_id", folder.name) for folder in _catalog_index().values()]
+
+
+def catalog_entry(ref: str) -> Path | None:
+    key = ref.strip().lower().replace("__", "/")
+    return _catalog_index().get(key)
+
+
+def catalog_folders() -> Iterator[Path]:
+    yield from _catalog_index().values()
+
+
+def read_meta(folder: Path) -> dict[str, Any]:
+    meta_path = folder / "meta.yaml"
+    if not meta_path.is_file():
+        return {}
+    try:
+        data = yaml.load(meta_path.read_text(encoding="utf-8"), Loader=_yaml_loader())
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", source=str(meta_path)) from exc
+    return data if isinstance(data, dict) else {}
+
+
+def _yaml_loader() -> Any:
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def from_catalog(folder: Path) -> ModelSpec:
+    meta = read_meta(folder)
+    size = meta.get("total_size_bytes")
+    return _from_files(
+        folder / "config.json",
+        model_id=meta.get("hf_id", folder.name),
+        source="catalog",
+        local_dir=folder,
+        checkpoint_bytes=size if isinstance(size, int) else None,
+    )
+
+
+# ---------------------------------------------------------------- Hugging Face
+def _offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+
+
+def _valid_repo_id(ref: str) -> bool:
+    parts = ref.split("/")
+    return 1 <= len(parts) <= 2 and all(p and not p.startswith(".") for p in parts)
+
+
+def _from_hf_cache(ref: str) -> ModelSpec | None:
+    if not _valid_repo_id(ref):
+        return None
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        hit = try_to_load_from_cache(repo_id=ref, filename="config.json")
+    except Exception:  # invalid id for the hub's validator: not a cache hit
+        return None
+    if not isinstance(hit, str):
+        return None
+    directory = Path(hit).parent
+    return _from_files(
+        Path(hit),
+        model_id=ref,
+        source="hf-cache",
+        local_dir=directory,
+        checkpoint_bytes=_local_weight_bytes(directory),
+    )
+
+
+def _from_hub(ref: str) -> ModelSpec | None:
+    if _offline() or not _valid_repo_id(ref) or "/" not in ref:
+        return None
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError
+
+    try:
+        config_path = Path(hf_hub_download(ref, "config.json"))
+    except (RepositoryNotFoundError, EntryNotFoundError):
+        return None
+    except (HfHubHTTPError, OSError, ValueError):
+        return None  # no network or a gated repo: report the model as not found
+    try:
+        hf_hub_download(ref, "hf_quant_config.json")
+    except Exception:  # most repos have none
+        pass
+    return _from_files(
+        config_path,
+        model_id=ref,
+        source="hub",
+        local_dir=config_path.parent,
+        checkpoint_bytes=_hub_weight_bytes(ref),
+    )
+
+
+def _hub_weight_bytes(ref: str) -> int | None:
+    from huggingface_hub import hf_hub_download
+
+    try:
+        index = Path(hf_hub_download(ref, "model.safetensors.index.json"))
+        total = json.loads(index.read_text()).get("metadata", {}).get("total_size")
+        return int(total) if total else None
+    except Exception:  # single-file checkpoints have no index
+        return None

@@ -1,0 +1,133 @@
+"""Model facts as frozen values, parsed once from config.json (see ``config.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MoeSpec(_Frozen):
+    num_experts: int
+    top_k: int
+    expert_intermediate_size: int
+    num_shared_experts: int = 0
+    shared_intermediate_size: int = 0  # total width of the shared expert(s)
+    moe_layers: int  # decoder layers that hold routed experts
+    dense_layers: int  # decoder layers with a plain MLP instead
+
+
+class MlaSpec(_Frozen):
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None
+
+
+class MambaSpec(_Frozen):
+    """Recurrent-state layers; vLLM's MambaStateShapeCalculator inputs.
+
+    kind: mamba1 | mamba2 | gdn (gated delta net) | short_conv | linear.
+    """
+
+    kind: str
+    num_layers: int
+    intermediate_size: int = 0
+    state_size: int = 0
+    conv_kernel: int = 4
+    n_groups: int = 1
+    num_heads: int = 0
+    head_dim: int = 0
+    # gated delta net (Qwen3-Next / Qwen3.5)
+    num_k_heads: int = 0
+    num_v_heads: int = 0
+    k_head_dim: int = 0
+    v_head_dim: int = 0
+    ssm_dtype: str | None = None  # e.g. float32 for NemotronH / Qwen3.5 (mamba_ssm_dtype)
+
+
+class VisionSpec(_Frozen):
+    num_heads: int
+    hidden_size: int
+    num_layers: int
+    intermediate_size: int
+    num_params: int
+
+
+class QuantSpec(_Frozen):
+    """What the checkpoint declares; vLLM maps it to a method name (see planning data)."""
+
+    method: (
+        str  # as declared: fp8, awq, gptq, compressed-tensors, modelopt, modelopt_fp4, mxfp4, ...
+    )
+    bits: int | None = None
+    group_size: int | None = None
+    weight_block_size: tuple[int, int] | None = None
+    weight_format: str | None = None  # float8 / int4 / nvfp4 / mxfp4 / int8 ...
+    activation_scheme: str | None = None
+    kv_cache_quant: str | None = None
+    modules_not_converted: tuple[str, ...] = ()
+    source_file: str = "config.json"
+
+
+class ModelSpec(_Frozen):
+    id: str
+    source: str  # catalog | local | hub
+    local_dir: Path | None = None
+    architectures: tuple[str, ...]
+    model_type: str
+    text_model_type: str | None = None
+    dtype: str  # checkpoint dtype as declared (torch_dtype / dtype), default float32 per HF
+    num_layers: int
+    layer_types: tuple[str, ...]  # per decoder layer mixer: full_attention | sliding_attention |
+    #                               chunked_attention | mla | mamba | linear_attention | none
+    layer_mlps: tuple[str, ...]  # per decoder layer MLP: dense | moe | none
+    hidden_size: int
+    intermediate_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    v_head_dim: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    max_position_embeddings: int | None
+    derived_max_len: int  # as vLLM's _get_and_verify_max_len derives it
+    derived_max_len_key: str  # e.g. "max_position_embeddings"
+    default_max_len: int  # what vLLM uses when --max-model-len is omitted
+    model_max_length: int | None = None
+    rope_type: str | None = None
+    rope_factor: float | None = None
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    moe: MoeSpec | None = None
+    mla: MlaSpec | None = None
+    mamba: MambaSpec | None = None
+    vision: VisionSpec | None = None
+    quant: QuantSpec | None = None
+    mtp_layers: int = 0  # multi-token-prediction layers in the checkpoint (not loaded by default)
+    checkpoint_bytes: int | None = None  # exact safetensors total when known
+    num_params: int  # computed from the dimensions (whole checkpoint, loaded part)
+    weight_bytes: int  # exact when checkpoint_bytes is known, else computed
+    is_pooling: bool = False
+    features: tuple[str, ...] = ()
+
+    @property
+    def architecture(self) -> str:
+        return self.architectures[0] if self.architectures else "unknown"
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+    @property
+    def kv_layers(self) -> int:
+        """Decoder layers that keep a KV cache (attention of any kind, MLA included)."""
+        return sum(1 for t in self.layer_types if t in KV_LAYER_TYPES)
+
+
+KV_LAYER_TYPES = frozenset({"full_attention", "sliding_attention", "chunked_attention", "mla"})

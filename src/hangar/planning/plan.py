@@ -1,0 +1,263 @@
+"""plan(model, hardware, request) -> Plan: a pure function, no I/O.
+
+Enumerates every TP x PP x DP (x EP for MoE) layout that uses the GPUs (or checks the one
+requested), runs every rule and the memory model on each, ranks the valid ones and
+recommends one with its exact `vllm serve` flags.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from hangar.hardware.spec import Hardware
+from hangar.models.spec import ModelSpec
+from hangar.planning.facts import build_facts
+from hangar.planning.memory import (
+    Layout,
+    MemoryInputs,
+    MemoryResult,
+    kv_bytes_per_token_model,
+    memory_for,
+)
+from hangar.planning.request import PlanRequest
+from hangar.planning.rules import Finding, RuleSet, default_rules
+from hangar.planning.versions import parse_version
+
+GIB = 2**30
+
+
+class LayoutMemory(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    weight_bytes_per_gpu: int
+    kv_bytes_per_token_per_gpu: int
+    kv_cache_bytes_per_gpu: int
+    kv_cache_tokens: int
+    max_concurrency: float
+    max_model_len_fit: int
+    requested_bytes: int
+    overhead_bytes: int
+
+
+class LayoutPlan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    tp: int
+    pp: int
+    dp: int
+    ep: bool
+    valid: bool
+    requested: bool
+    findings: tuple[Finding, ...]
+    memory: LayoutMemory
+    serve_args: tuple[str, ...]
+
+
+class Settings(BaseModel):
+    """The effective serve settings after vLLM's version- and GPU-dependent defaults."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_model_len: int
+    max_model_len_explicit: bool
+    gpu_memory_utilization: float
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    kv_cache_dtype: str
+    prefix_caching: bool
+    cuda_graphs: bool
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    model: ModelSpec
+    hardware: Hardware
+    request: PlanRequest
+    settings: Settings
+    layouts: tuple[LayoutPlan, ...]
+    recommended: LayoutPlan | None
+
+    @property
+    def verdict_layout(self) -> LayoutPlan | None:
+        """The requested layout when there is one, else the recommendation."""
+        if self.request.layout_requested:
+            return self.layouts[0] if self.layouts else None
+        return self.recommended
+
+    @property
+    def ok(self) -> bool:
+        target = self.verdict_layout
+        return target is not None and target.valid
+
+
+def default_utilization(version: tuple[int, int, int]) -> float:
+    # CacheConfig.gpu_memory_utilization: 0.9 up to 0.11, 0.92 from 0.20 (vllm/config/cache.py)
+    return 0.92 if version >= (0, 20, 0) else 0.9
+
+
+def batch_defaults(hw: Hardware, max_model_len: int) -> tuple[int, int]:
+    """EngineArgs.get_batch_defaults for `vllm serve` (vllm/engine/arg_utils.py:2940)."""
+    gib = hw.gpu.memory_bytes / GIB
+    name = hw.gpu.name.upper()
+    if gib >= 160:
+        tokens, seqs = 16384, 1024
+    elif gib >= 70 and "A100" not in name and "GB10" not in name:
+        tokens, seqs = 8192, 1024
+    else:
+        tokens, seqs = 2048, 256
+    tokens = min(seqs * max_model_len, tokens)
+    return tokens, min(seqs, tokens)
+
+
+def effective_settings(model: ModelSpec, hw: Hardware, request: PlanRequest) -> Settings:
+    version = parse_version(request.vllm_version)
+    length = request.max_model_len or model.default_max_len
+    tokens, seqs = batch_defaults(hw, length)
+    if not request.enable_chunked_prefill and request.max_num_batched_tokens is None:
+        tokens = max(length, tokens)
+    prefix = request.enable_prefix_caching
+    return Settings(
+        max_model_len=length,
+        max_model_len_explicit=request.max_model_len is not None,
+        gpu_memory_utilization=request.gpu_memory_utilization or default_utilization(version),
+        max_num_batched_tokens=request.max_num_batched_tokens or tokens,
+        max_num_seqs=request.max_num_seqs or seqs,
+        kv_cache_dtype=request.kv_cache_dtype,
+        prefix_caching=True if prefix is None else prefix,
+        cuda_graphs=not request.enforce_eager and version >= (0, 20, 0),
+    )
+
+
+def candidate_layouts(model: ModelSpec, hw: Hardware, request: PlanRequest) -> list[Layout]:
+    total = hw.total_gpus
+    if request.layout_requested:
+        tp, pp = request.tp or 1, request.pp or 1
+        dp = request.dp or 1
+        return [Layout(tp, pp, dp, bool(request.ep))]
+    out = []
+    for tp in _divisors(total):
+        for pp in _divisors(total // tp):
+            dp = total // (tp * pp)
+            out.append(Layout(tp, pp, dp, False))
+            if model.moe and tp * dp > 1:
+                out.append(Layout(tp, pp, dp, True))
+    return out
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _memory_inputs(hw: Hardware, s: Settings) -> MemoryInputs:
+    return MemoryInputs(
+        memory_bytes=hw.gpu.memory_bytes, gpu_memory_utilization=s.gpu_memory_utilization,
+        max_model_len=s.max_model_len, max_num_batched_tokens=s.max_num_batched_tokens,
+        max_num_seqs=s.max_num_seqs, kv_cache_dtype=s.kv_cache_dtype, cuda_graphs=s.cuda_graphs,
+        prefix_caching=s.prefix_caching, unified_memory=hw.gpu.unified_memory,
+    )
+
+
+def serve_args(model: ModelSpec, layout: Layout, s: Settings, request: PlanRequest) -> tuple[str, ...]:
+    args = ["vllm", "serve", model.id]
+    if layout.tp > 1:
+        args += ["--tensor-parallel-size", str(layout.tp)]
+    if layout.pp > 1:
+        args += ["--pipeline-parallel-size", str(layout.pp)]
+    if layout.dp > 1:
+        args += ["--data-parallel-size", str(layout.dp)]
+    if layout.ep:
+        args += ["--enable-expert-parallel"]
+    args += ["--max-model-len", str(s.max_model_len)]
+    if request.gpu_memory_utilization:
+        args += ["--gpu-memory-utilization", str(request.gpu_memory_utilization)]
+    if request.kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", request.kv_cache_dtype]
+    if request.quantization:
+        args += ["--quantization", request.quantization]
+    if request.dtype != "auto":
+        args += ["--dtype", request.dtype]
+    return tuple(args)
+
+
+def _layout_memory(m: MemoryResult) -> LayoutMemory:
+    return LayoutMemory(
+        weight_bytes_per_gpu=m.weight_bytes_per_gpu, kv_bytes_per_token_per_gpu=m.kv_bytes_per_token_per_gpu,
+        kv_cache_bytes_per_gpu=m.kv_cache_bytes_per_gpu, kv_cache_tokens=m.kv_cache_tokens,
+        max_concurrency=m.max_concurrency, max_model_len_fit=m.max_model_len_fit,
+        requested_bytes=m.requested_bytes, overhead_bytes=m.overhead_bytes,
+    )
+
+
+def check_layout(
+    model: ModelSpec, hw: Hardware, request: PlanRequest, s: Settings, layout: Layout, rules: RuleSet
+) -> LayoutPlan:
+    memory = memory_for(model, layout, _memory_inputs(hw, s))
+    facts = build_facts(model, hw, layout, request, memory, _settings_facts(s, request))
+    findings = tuple(rules.evaluate(facts))
+    return LayoutPlan(
+        tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
+        valid=not any(f.severity == "error" for f in findings),
+        requested=request.layout_requested, findings=findings, memory=_layout_memory(memory),
+        serve_args=serve_args(model, layout, s, request),
+    )
+
+
+def _settings_facts(s: Settings, request: PlanRequest) -> dict[str, Any]:
+    version = parse_version(request.vllm_version)
+    return {
+        "max_model_len": s.max_model_len, "gpu_memory_utilization": s.gpu_memory_utilization,
+        "default_util": default_utilization(version), "max_num_batched_tokens": s.max_num_batched_tokens,
+        "max_num_seqs": s.max_num_seqs, "chunked_prefill": request.enable_chunked_prefill,
+        "run_dtype": "float16" if request.dtype in ("half", "float16") else "bfloat16",
+    }
+
+
+def _rank_key(layout: LayoutPlan, hw: Hardware) -> tuple[Any, ...]:
+    """Fits first; then TP inside a node, fewest nodes per engine, no warnings; then the
+    smallest model-parallel group that still leaves a healthy KV cache (>= 8 concurrent
+    max-length requests), DP for the rest; then the most KV tokens."""
+    mp = layout.tp * layout.pp
+    healthy = layout.memory.max_concurrency >= 8
+    warnings = sum(1 for f in layout.findings if f.severity == "warning")
+    nodes_per_engine = math.ceil(mp / hw.gpus_per_node)
+    return (
+        layout.tp <= hw.gpus_per_node, -nodes_per_engine, warnings == 0, healthy,
+        -mp if healthy else layout.memory.max_concurrency, layout.pp == 1, not layout.ep,
+        layout.memory.kv_cache_tokens * layout.dp,
+    )
+
+
+def plan(model: ModelSpec, hardware: Hardware, request: PlanRequest, rules: RuleSet | None = None) -> Plan:
+    """Check every candidate layout; the requested one (if any) comes first."""
+    ruleset = rules or default_rules()
+    s = effective_settings(model, hardware, request)
+    layouts = [check_layout(model, hardware, request, s, lay, ruleset)
+               for lay in candidate_layouts(model, hardware, request)]
+    valid = [lay for lay in layouts if lay.valid]
+    recommended = None
+    if request.layout_requested:
+        recommended = layouts[0] if layouts and layouts[0].valid else _best_alternative(model, hardware, request, s, ruleset)
+    elif valid:
+        recommended = max(valid, key=lambda lay: _rank_key(lay, hardware))
+    if not request.layout_requested:
+        layouts.sort(key=lambda lay: (lay is not recommended, not lay.valid, lay.tp * lay.pp, lay.tp))
+    return Plan(model=model, hardware=hardware, request=request, settings=s,
+                layouts=tuple(layouts), recommended=recommended)
+
+
+def _best_alternative(
+    model: ModelSpec, hw: Hardware, request: PlanRequest, s: Settings, rules: RuleSet
+) -> LayoutPlan | None:
+    """When the requested layout is rejected, recommend the best valid one instead."""
+    free = request.model_copy(update={"tp": None, "pp": None, "dp": None, "ep": None})
+    options = [check_layout(model, hw, free, s, lay, rules) for lay in candidate_layouts(model, hw, free)]
+    valid = [lay for lay in options if lay.valid]
+    return max(valid, key=lambda lay: _rank_key(lay, hw)) if valid else None
+
+
+def kv_bytes_per_token(model: ModelSpec, kv_cache_dtype: str) -> int:
+    return kv_bytes_per_token_model(model, kv_cache_dtype)

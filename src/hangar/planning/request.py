@@ -1,0 +1,32 @@
+"""What the user asks for: the layout (optional) and the serve options that change the rules."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hangar.planning.versions import DEFAULT_VLLM_VERSION
+
+
+class PlanRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tp: int | None = Field(default=None, ge=1)
+    pp: int | None = Field(default=None, ge=1)
+    dp: int | None = Field(default=None, ge=1)
+    ep: bool | None = None
+    max_model_len: int | None = Field(default=None, ge=1)
+    gpu_memory_utilization: float | None = None
+    kv_cache_dtype: str = "auto"
+    quantization: str | None = None
+    dtype: str = "auto"
+    max_num_batched_tokens: int | None = Field(default=None, ge=1)
+    max_num_seqs: int | None = Field(default=None, ge=1)
+    enable_chunked_prefill: bool = True
+    enable_prefix_caching: bool | None = None
+    enforce_eager: bool = False
+    vllm_version: str = DEFAULT_VLLM_VERSION
+    allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+
+    @property
+    def layout_requested(self) -> bool:
+        return any(v is not None for v in (self.tp, self.pp, self.dp, self.ep))

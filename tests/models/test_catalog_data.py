@@ -1,0 +1,85 @@
+"""The embedded model catalog is well-formed package data.
+
+Each folder under src/hangar/models/catalog holds a real config.json and a meta.yaml that
+names the model and cites where the file came from. These tests read the real files; they
+do not check values against Hugging Face (no network), only that the data can be loaded and
+traced to a source.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CATALOG = ROOT / "src" / "hangar" / "models" / "catalog"
+FOLDERS = sorted(p for p in CATALOG.iterdir() if p.is_dir())
+
+
+def _meta(folder: Path) -> dict[str, Any]:
+    data = yaml.safe_load((folder / "meta.yaml").read_text(encoding="utf-8"))
+    assert isinstance(data, dict), f"{folder.name}/meta.yaml is not a mapping"
+    return data
+
+
+def _table_module() -> ModuleType:
+    path = ROOT / "bench" / "tools" / "catalog_table.py"
+    spec = importlib.util.spec_from_file_location("catalog_table", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_catalog_is_populated() -> None:
+    # 40 shared models plus the added coverage entries; guards against a packaging slip.
+    assert len(FOLDERS) >= 55
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_config_json_is_an_hf_config(folder: Path) -> None:
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert isinstance(config, dict)
+    assert config.get("architectures") or config.get("model_type"), folder.name
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_every_json_file_parses(folder: Path) -> None:
+    for path in sorted(folder.glob("*.json")):
+        json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_meta_names_the_folder_and_cites_a_source(folder: Path) -> None:
+    meta = _meta(folder)
+    assert meta["hf_id"] == folder.name.replace("__", "/")
+    url = meta["source"]["url"]
+    assert isinstance(url, str) and url.startswith("https://"), folder.name
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_total_size_is_a_positive_int_or_explained(folder: Path) -> None:
+    meta = _meta(folder)
+    size = meta.get("total_size_bytes")
+    if size is None:
+        assert meta.get("total_size_source"), f"{folder.name}: null size needs total_size_source"
+    else:
+        assert isinstance(size, int) and size > 0
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
+def test_listed_files_exist(folder: Path) -> None:
+    for name in _meta(folder).get("files") or []:
+        assert (folder / name).is_file(), f"{folder.name}: meta.yaml lists missing {name}"
+
+
+def test_readme_generator_covers_every_folder() -> None:
+    text = _table_module().render()
+    for folder in FOLDERS:
+        assert f"| `{folder.name}` |" in text
