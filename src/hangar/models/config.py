@@ -279,7 +279,7 @@ def _moe(cfg: Config, r: _Reader, n: int, mixers: list[str]) -> MoeSpec | None:
     top_k = r.int("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k", default=1)
     expert_inter = r.int("moe_intermediate_size", "intermediate_size")
     shared_n = r.opt_int("n_shared_experts", "num_shared_experts") or 0
-    shared_inter = r.opt_int("shared_expert_intermediate_size") or shared_n * expert_inter
+    shared_inter = r.opt_int("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size") or shared_n * expert_inter
     if model_type_of(cfg) == "llama4_text":  # one shared expert of the expert width
         shared_n, shared_inter = 1, expert_inter
     if shared_inter and not shared_n:
@@ -291,6 +291,7 @@ def _moe(cfg: Config, r: _Reader, n: int, mixers: list[str]) -> MoeSpec | None:
         expert_intermediate_size=expert_inter,
         num_shared_experts=shared_n,
         shared_intermediate_size=shared_inter,
+        latent_size=r.opt_int('moe_latent_size') or 0,
         moe_layers=sum(moe_flags),
         dense_layers=sum(1 for i, f in enumerate(moe_flags) if not f and _has_mlp(cfg, i, mixers)),
     )

@@ -119,10 +119,13 @@ def _mlp(spec: ModelSpec, kind: str) -> dict[str, int]:
     if kind != "moe" or spec.moe is None:
         return {}
     moe = spec.moe
+    width = moe.latent_size or h
     out = {
-        "experts": moe.num_experts * _gated(spec) * h * moe.expert_intermediate_size,
+        "experts": moe.num_experts * _gated(spec) * width * moe.expert_intermediate_size,
         "router": h * moe.num_experts,
     }
+    if moe.latent_size:  # down/up projections into the latent space (replicated per TP rank)
+        out["mlp"] = 2 * h * moe.latent_size
     if moe.shared_intermediate_size:
         out["shared"] = _gated(spec) * h * moe.shared_intermediate_size
     return out

@@ -195,8 +195,21 @@ def _from_hf_cache(ref: str) -> ModelSpec | None:
     )
 
 
+def _hub_reachable(timeout: float = 3.0) -> bool:
+    """One quick TCP connect, so an offline machine fails in seconds instead of retrying."""
+    import socket
+    from urllib.parse import urlparse
+
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    try:
+        with socket.create_connection((endpoint.hostname or "huggingface.co", endpoint.port or 443), timeout):
+            return True
+    except OSError:
+        return False
+
+
 def _from_hub(ref: str) -> ModelSpec | None:
-    if _offline() or not _valid_repo_id(ref) or "/" not in ref:
+    if _offline() or not _valid_repo_id(ref) or "/" not in ref or not _hub_reachable():
         return None
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError

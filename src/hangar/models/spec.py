@@ -17,6 +17,7 @@ class MoeSpec(_Frozen):
     expert_intermediate_size: int
     num_shared_experts: int = 0
     shared_intermediate_size: int = 0  # total width of the shared expert(s)
+    latent_size: int = 0  # experts run in a smaller latent width (Nemotron-3 LatentMoE)
     moe_layers: int  # decoder layers that hold routed experts
     dense_layers: int  # decoder layers with a plain MLP instead
 

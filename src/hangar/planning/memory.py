@@ -21,12 +21,17 @@ from hangar.models.spec import KV_LAYER_TYPES, ModelSpec
 GIB = 2**30
 BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
 
-# Fitted on ../shared/calibration (see bench/plan.py): non-torch memory (CUDA context, NCCL,
-# cuBLAS workspaces) and the activation peak of the profile run, which grows with
-# max_num_batched_tokens x hidden size and with the logits of max_num_seqs x vocab / TP.
-NON_TORCH_BYTES = int(0.9 * GIB)
-ACTIVATION_BYTES_PER_TOKEN_HIDDEN = 20.0
-CUDA_GRAPH_BYTES = int(0.45 * GIB)
+# Non-KV memory = total consumed since the baseline snapshot + activation peak (+ CUDA
+# graphs from 0.20), fitted by least squares on ../shared/calibration (NVIDIA records; see
+# bench/plan.py): a per-version fixed part (CUDA context, NCCL and cuBLAS workspaces, sampler
+# buffers, graph pool) plus terms in max_num_batched_tokens x hidden (activations) and
+# x top_k (fused-MoE workspaces). GiB per million token*hidden units.
+OVERHEAD_BY_VERSION = (  # (first version, fixed GiB, GiB per M tok*hidden, GiB per M tok*topk*hidden)
+    ((0, 20, 0), 2.6, 0.0033, 0.0010),
+    ((0, 18, 0), 4.5, 0.0033, 0.0010),
+    ((0, 0, 0), 6.2, 0.0, 0.0009),
+)
+REFERENCE_BATCHED_TOKENS = 8192  # the fits come from H200/B200 runs at 8192-16384 tokens
 WEIGHT_LOAD_FACTOR = 1.0
 
 KV_DTYPE_BYTES = {
@@ -69,6 +74,8 @@ class MemoryInputs:
     kv_cache_dtype: str
     cuda_graphs: bool  # subtract the CUDA-graph estimate (vLLM >= 0.20 default)
     prefix_caching: bool
+    vllm_version: tuple[int, int, int] = (0, 33, 0)
+    enforce_eager: bool = False
     unified_memory: bool = False
 
 
@@ -295,12 +302,16 @@ def kv_capacity(
 
 
 def overhead_bytes(spec: ModelSpec, layout: Layout, inputs: MemoryInputs) -> int:
-    activation = (
-        ACTIVATION_BYTES_PER_TOKEN_HIDDEN * inputs.max_num_batched_tokens * spec.hidden_size
-    )
-    logits = inputs.max_num_seqs * spec.vocab_size / layout.tp * 4
-    graphs = CUDA_GRAPH_BYTES if inputs.cuda_graphs else 0
-    return int(NON_TORCH_BYTES + activation + logits + graphs)
+    """Non-KV memory per GPU (see OVERHEAD_BY_VERSION)."""
+    fixed, per_act, per_moe = next(c[1:] for c in OVERHEAD_BY_VERSION if inputs.vllm_version >= c[0])
+    tokens = inputs.max_num_batched_tokens
+    # smaller token budgets (GPUs < 70 GiB default to 2048) shrink the sampler/activation part
+    fixed *= 0.4 + 0.6 * min(1.0, tokens / REFERENCE_BATCHED_TOKENS)
+    act = tokens * spec.hidden_size / 1e6
+    moe = act * spec.moe.top_k if spec.moe else 0.0
+    if inputs.enforce_eager:
+        fixed *= 0.85
+    return int((fixed + per_act * act + per_moe * moe) * GIB)
 
 
 def memory_for(spec: ModelSpec, layout: Layout, inputs: MemoryInputs) -> MemoryResult:

@@ -152,12 +152,13 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _memory_inputs(hw: Hardware, s: Settings) -> MemoryInputs:
+def _memory_inputs(hw: Hardware, s: Settings, version: str) -> MemoryInputs:
     return MemoryInputs(
         memory_bytes=hw.gpu.memory_bytes, gpu_memory_utilization=s.gpu_memory_utilization,
         max_model_len=s.max_model_len, max_num_batched_tokens=s.max_num_batched_tokens,
         max_num_seqs=s.max_num_seqs, kv_cache_dtype=s.kv_cache_dtype, cuda_graphs=s.cuda_graphs,
         prefix_caching=s.prefix_caching, unified_memory=hw.gpu.unified_memory,
+        vllm_version=parse_version(version), enforce_eager=not s.cuda_graphs,
     )
 
 
@@ -195,7 +196,7 @@ def _layout_memory(m: MemoryResult) -> LayoutMemory:
 def check_layout(
     model: ModelSpec, hw: Hardware, request: PlanRequest, s: Settings, layout: Layout, rules: RuleSet
 ) -> LayoutPlan:
-    memory = memory_for(model, layout, _memory_inputs(hw, s))
+    memory = memory_for(model, layout, _memory_inputs(hw, s, request.vllm_version))
     facts = build_facts(model, hw, layout, request, memory, _settings_facts(s, request))
     findings = tuple(rules.evaluate(facts))
     return LayoutPlan(
