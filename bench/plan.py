@@ -123,6 +123,8 @@ def calibrate(path: Path, csv_out: Path | None) -> None:
     data = json.loads(path.read_text())
     index = _index()
     errors: dict[str, list[float]] = {"weights": [], "kv_gib": [], "kv_tokens": []}
+    nvidia: dict[str, list[float]] = {"weights": [], "kv_gib": [], "kv_tokens": []}
+    per_token: list[float] = []
     per_model: dict[str, list[float]] = {}
     lines, skipped = [], 0
     for rec in data["records"].values():
@@ -138,6 +140,12 @@ def calibrate(path: Path, csv_out: Path | None) -> None:
         errors["weights"].append(e_w)
         errors["kv_gib"].append(e_kv)
         errors["kv_tokens"].append(e_tok)
+        if set(spec.layer_types) <= {"full_attention", "mla"} and mem["kv_cache_tokens"]:
+            real_bpt = mem["available_kv_cache_gib"] * GIB / mem["kv_cache_tokens"]
+            per_token.append(_err(p["kv_bytes_per_token"], real_bpt))
+        if rec["csv_metadata"]["accelerator"] != "MI300X":
+            for key, value in (("weights", e_w), ("kv_gib", e_kv), ("kv_tokens", e_tok)):
+                nvidia[key].append(value)
         per_model.setdefault(cfg["model"], []).append(e_kv)
         lines.append(f"{cfg['model']},{rec['csv_metadata']['accelerator']},{cfg['tensor_parallel_size']},"
                      f"{cfg['max_seq_len']},{mem['model_load_gib']},{p['weights_gib']:.2f},"
@@ -145,10 +153,15 @@ def calibrate(path: Path, csv_out: Path | None) -> None:
     n = len(errors["weights"])
     print(f"\n== memory model vs {n} real vLLM start-up logs ({skipped} skipped: no config for the model)")
     print("   baseline (named): the logged figure itself; error = |predicted - logged| / logged")
-    for key, label in (("weights", "weights per GPU"), ("kv_gib", "available KV cache GiB"),
-                       ("kv_tokens", "KV cache tokens")):
-        vals = [v for v in errors[key] if v == v]
-        print(f"   {label:24} median {statistics.median(vals) * 100:5.1f}%   p90 {_pct(vals, 0.9) * 100:5.1f}%")
+    for title, table in ((f"all {n} records", errors), (f"NVIDIA GPUs only ({len(nvidia['weights'])})", nvidia)):
+        print(f"   {title}:")
+        for key, label in (("weights", "weights per GPU"), ("kv_gib", "available KV cache GiB"),
+                           ("kv_tokens", "KV cache tokens")):
+            vals = [v for v in table[key] if v == v]
+            print(f"     {label:24} median {statistics.median(vals) * 100:5.1f}%   p90 {_pct(vals, 0.9) * 100:5.1f}%")
+    print(f"   KV bytes per token (uniform full-attention/MLA models, logged GiB / logged tokens, "
+          f"{len(per_token)} records): median {statistics.median(per_token) * 100:.2f}%   "
+          f"p90 {_pct(per_token, 0.9) * 100:.2f}%")
     print("   per model (median error on available KV GiB):")
     for model, vals in sorted(per_model.items(), key=lambda kv: -statistics.median(kv[1])):
         print(f"     {model:55} n={len(vals):3}  {statistics.median(vals) * 100:5.1f}%")

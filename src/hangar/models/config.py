@@ -330,6 +330,7 @@ def _mla(cfg: Config) -> MlaSpec | None:
         qk_nope_head_dim=int(cfg.get("qk_nope_head_dim") or 128),
         v_head_dim=int(cfg.get("v_head_dim") or 128),
         q_lora_rank=cfg.get("q_lora_rank"),
+        indexer_head_dim=int(cfg.get("index_head_dim") or 0) if cfg.get("index_n_heads") else 0,
     )
 
 

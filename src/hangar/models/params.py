@@ -204,6 +204,8 @@ def category_bytes(spec: ModelSpec, category: str) -> float:
     q = spec.quant
     if q is None or category not in QUANTIZED or _excluded(q, category):
         return float(base_dtype_bytes(spec))
+    if category == "experts" and q.expert_format:
+        return quantized_bytes(q.model_copy(update={"weight_format": q.expert_format}))
     return quantized_bytes(q)
 
 

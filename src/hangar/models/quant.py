@@ -18,7 +18,10 @@ def parse_quant(full: Mapping[str, Any], quant_file: Mapping[str, Any] | None) -
         text = full.get("text_config")
         qc = text.get("quantization_config") if isinstance(text, Mapping) else None
     if isinstance(qc, Mapping) and qc.get("quant_method"):
-        return _from_quantization_config(qc)
+        spec = _from_quantization_config(qc)
+        if str(full.get("expert_dtype") or "").lower() == "fp4":
+            spec = spec.model_copy(update={"expert_format": "mxfp4"})
+        return spec
     if isinstance(quant_file, Mapping):
         return _from_modelopt(quant_file)
     return None

@@ -28,6 +28,7 @@ class MlaSpec(_Frozen):
     qk_nope_head_dim: int
     v_head_dim: int
     q_lora_rank: int | None = None
+    indexer_head_dim: int = 0  # DeepSeek sparse attention (V3.2): an extra FP8 key cache per layer
 
 
 class MambaSpec(_Frozen):
@@ -72,6 +73,7 @@ class QuantSpec(_Frozen):
     weight_format: str | None = None  # float8 / int4 / nvfp4 / mxfp4 / int8 ...
     activation_scheme: str | None = None
     kv_cache_quant: str | None = None
+    expert_format: str | None = None  # routed experts stored differently (DeepSeek-V4 expert_dtype fp4)
     modules_not_converted: tuple[str, ...] = ()
     source_file: str = "config.json"
 

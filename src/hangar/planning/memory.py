@@ -168,13 +168,18 @@ def kv_dtype_bytes(spec: ModelSpec, kv_cache_dtype: str) -> float:
 def layer_kv_bytes_per_token(spec: ModelSpec, kind: str, tp: int, kv_cache_dtype: str) -> float:
     if kind == "mla" and spec.mla:
         if kv_cache_dtype in MLA_FIXED_BYTES:
-            return float(MLA_FIXED_BYTES[kv_cache_dtype])
+            return float(MLA_FIXED_BYTES[kv_cache_dtype]) + _indexer_bytes(spec)
         # the whole latent on every rank (mla_attention.py:1371)
-        return (spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim) * kv_dtype_bytes(
-            spec, kv_cache_dtype
-        )
+        latent = spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
+        return latent * kv_dtype_bytes(spec, kv_cache_dtype) + _indexer_bytes(spec)
     kv_per_gpu = max(1, spec.num_kv_heads // tp)
     return kv_per_gpu * (spec.head_dim + spec.v_head_dim) * kv_dtype_bytes(spec, kv_cache_dtype)
+
+
+def _indexer_bytes(spec: ModelSpec) -> float:
+    """DeepSeek-V3.2 sparse-attention indexer keys: FP8 values plus one fp32 scale per 128."""
+    dim = spec.mla.indexer_head_dim if spec.mla else 0
+    return float(dim + 4 * -(-dim // 128)) if dim else 0.0
 
 
 def _stage_kv_layers(spec: ModelSpec, layers: range) -> list[str]:
