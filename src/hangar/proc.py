@@ -37,6 +37,7 @@ def run(
             input=input_text,
             capture_output=True,
             text=True,
+            check=False,  # failure is judged below, so the error carries stdout and stderr
         )
     except FileNotFoundError as exc:
         raise CommandFailed(argv, 127, "", str(exc)) from exc

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -20,7 +21,7 @@ def list_models(as_json: bool) -> int:
     """List the catalog's models."""
     from hangar.models.sources import catalog_folders, from_catalog, read_meta
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for folder in catalog_folders():
         spec = from_catalog(folder)
         rows.append({

@@ -14,7 +14,7 @@ _HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kKmMgG]?)$")
 _UNITS = {"": 1, "k": 1000, "K": 1024, "m": 10**6, "M": 2**20, "g": 10**9, "G": 2**30}
 
 
-class HumanInt(click.ParamType):
+class HumanInt(click.ParamType):  # type: ignore[type-arg]
     """vLLM's human_readable_int: 1k = 1000, 1K = 1024, 25.6k; -1 / auto mean auto-fit."""
 
     name = "int"

@@ -1,0 +1,58 @@
+"""Diagnosis: name the root cause of a failed vLLM / Ray / Slurm launch from its logs.
+
+Library entry points (no printing, no exiting; the CLI and the launch code render):
+
+- ``diagnose_paths(paths)``: files (plain or gzip) or directories of logs;
+- ``diagnose_text(text, name=...)``: a log already in memory (e.g. a launch's captured stderr);
+- ``diagnose_stream(stream, name=...)``: a binary stream such as stdin.
+
+Each returns a frozen ``Diagnosis`` whose ``causes`` are ranked best first; the
+knowledge base lives in ``hangar/diagnose/data/*.yaml``.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from hangar.diagnose import reader
+from hangar.diagnose.knowledge import KnowledgeBase, load
+from hangar.diagnose.model import CAUSES, Diagnosis, Evidence, Finding
+from hangar.diagnose.reader import UnreadableLog
+from hangar.diagnose.scan import Scanner
+
+__all__ = [
+    "CAUSES",
+    "Diagnosis",
+    "Evidence",
+    "Finding",
+    "UnreadableLog",
+    "diagnose_paths",
+    "diagnose_stream",
+    "diagnose_text",
+]
+
+
+def diagnose_paths(paths: Sequence[Path | str], kb: KnowledgeBase | None = None) -> Diagnosis:
+    """Scan every file (directories expand to their log files), in the order given."""
+    scanner = Scanner(kb or load())
+    for source in reader.expand([Path(p) for p in paths]):
+        with reader.open_stream(source) as stream:
+            scanner.feed(source, reader.chunks(stream, source))
+    return scanner.diagnosis()
+
+
+def diagnose_stream(
+    stream: BinaryIO, name: str = "<stdin>", kb: KnowledgeBase | None = None
+) -> Diagnosis:
+    source = reader.Source(name)
+    scanner = Scanner(kb or load())
+    scanner.feed(source, reader.chunks(reader.open_stream(source, stdin=stream), source))
+    return scanner.diagnosis()
+
+
+def diagnose_text(text: str, name: str = "<text>", kb: KnowledgeBase | None = None) -> Diagnosis:
+    """Diagnose a log held in memory (what launch captured from a failed process)."""
+    return diagnose_stream(io.BytesIO(text.encode("utf-8")), name=name, kb=kb)

@@ -113,7 +113,7 @@ class _Reader:
         self.cfg = cfg
         self.source = source
 
-    def int(self, *keys: str, default: int | None = None) -> int:
+    def integer(self, *keys: str, default: int | None = None) -> int:
         value = _first(self.cfg, *keys)
         if value is None:
             if default is not None:
@@ -135,21 +135,21 @@ class _Reader:
 
     def opt_int(self, *keys: str) -> int | None:
         value = _first(self.cfg, *keys)
-        return None if value is None else self.int(*keys)
+        return None if value is None else self.integer(*keys)
 
 
 def _num_kv_heads(cfg: Config, r: _Reader, heads: int) -> int:
     model_type = cfg.get("model_type", "")
     # Falcon without new_decoder_architecture and multi_query=True has one KV head
     # (vllm/config/model.py get_total_num_kv_heads).
-    if model_type in ("falcon", "RefinedWeb", "RefinedWebModel"):
-        if not cfg.get("new_decoder_architecture") and cfg.get("multi_query"):
-            return 1
+    falcon = model_type in ("falcon", "RefinedWeb", "RefinedWebModel")
+    if falcon and not cfg.get("new_decoder_architecture") and cfg.get("multi_query"):
+        return 1
     if isinstance(cfg.get("attn_config"), Mapping) and "kv_n_heads" in cfg["attn_config"]:
         return int(cfg["attn_config"]["kv_n_heads"])  # DBRX
     for key in KV_HEAD_ALIASES:
         if cfg.get(key) is not None:
-            return r.int(key)
+            return r.integer(key)
     return heads
 
 
@@ -187,9 +187,10 @@ def derive_max_len(cfg: Config, full_cfg: Config) -> tuple[int, str, int, int | 
     best: tuple[float, str] | None = None
     for key in MAX_LEN_KEYS:
         value = cfg.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if best is None or value < best[0]:
-                best = (value, key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        if best is None or value < best[0]:
+            best = (float(value), key)
     mml = cfg.get("model_max_length") or full_cfg.get("model_max_length")
     if best is None:
         best = (2048, "default")  # vLLM warns and assumes 2048
@@ -276,8 +277,8 @@ def _moe(cfg: Config, r: _Reader, n: int, mixers: list[str]) -> MoeSpec | None:
     experts = r.opt_int("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
     if not experts or experts <= 1:
         return None
-    top_k = r.int("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k", default=1)
-    expert_inter = r.int("moe_intermediate_size", "intermediate_size")
+    top_k = r.integer("num_experts_per_tok", "experts_per_token", "moe_topk", "top_k", default=1)
+    expert_inter = r.integer("moe_intermediate_size", "intermediate_size")
     shared_n = r.opt_int("n_shared_experts", "num_shared_experts") or 0
     shared_inter = r.opt_int("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size") or shared_n * expert_inter
     if model_type_of(cfg) == "llama4_text":  # one shared expert of the expert width
@@ -440,8 +441,8 @@ def parse_config(
     archs = full.get("architectures") or cfg.get("architectures") or []
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
         raise InputError("expected a list of class names", source=path, field="architectures")
-    hidden = r.int("hidden_size", "n_embd", "d_model", "dim")
-    heads = r.int("num_attention_heads", "n_head", "num_heads", "n_heads")
+    hidden = r.integer("hidden_size", "n_embd", "d_model", "dim")
+    heads = r.integer("num_attention_heads", "n_head", "num_heads", "n_heads")
     if heads <= 0 or hidden <= 0:
         raise InputError(
             "must be > 0",
@@ -454,7 +455,7 @@ def parse_config(
     n = (
         len(pattern)
         if isinstance(pattern, str) and pattern
-        else r.int("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+        else r.integer("num_hidden_layers", "n_layer", "num_layers", "n_layers")
     )
     mixers = _layer_mixers(cfg, full, n, mla is not None)
     moe = _moe(cfg, r, n, mixers)
@@ -463,19 +464,19 @@ def parse_config(
     head_dim = _head_dim(cfg, r, hidden, heads)
     quant = parse_quant(full, quant_file)
     rope = _rope_entries(cfg)
-    spec_fields: dict[str, Any] = dict(
-        id=model_id,
-        source=source,
-        local_dir=local_dir,
-        architectures=tuple(archs),
-        model_type=model_type_of(full) or model_type_of(cfg),
-        text_model_type=model_type_of(cfg) if cfg is not full else None,
-        dtype=_dtype(cfg, full),
-        num_layers=n,
-        layer_types=tuple(mixers),
-        layer_mlps=tuple(mlps),
-        hidden_size=hidden,
-        intermediate_size=r.int(
+    spec_fields: dict[str, Any] = {
+        "id": model_id,
+        "source": source,
+        "local_dir": local_dir,
+        "architectures": tuple(archs),
+        "model_type": model_type_of(full) or model_type_of(cfg),
+        "text_model_type": model_type_of(cfg) if cfg is not full else None,
+        "dtype": _dtype(cfg, full),
+        "num_layers": n,
+        "layer_types": tuple(mixers),
+        "layer_mlps": tuple(mlps),
+        "hidden_size": hidden,
+        "intermediate_size": r.integer(
             "intermediate_size_mlp",
             "intermediate_size",
             "ffn_hidden_size",
@@ -483,34 +484,34 @@ def parse_config(
             "ffn_dim",
             default=4 * hidden,
         ),
-        num_attention_heads=heads,
-        num_kv_heads=_num_kv_heads(cfg, r, heads),
-        head_dim=head_dim,
-        v_head_dim=int(cfg.get("v_head_dim") or head_dim),
-        vocab_size=r.int("vocab_size", "padded_vocab_size", "n_vocab", default=32000),
-        tie_word_embeddings=bool(
+        "num_attention_heads": heads,
+        "num_kv_heads": _num_kv_heads(cfg, r, heads),
+        "head_dim": head_dim,
+        "v_head_dim": int(cfg.get("v_head_dim") or head_dim),
+        "vocab_size": r.integer("vocab_size", "padded_vocab_size", "n_vocab", default=32000),
+        "tie_word_embeddings": bool(
             full.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))
         ),
-        max_position_embeddings=r.opt_int("max_position_embeddings", "n_positions"),
-        derived_max_len=derived,
-        derived_max_len_key=key,
-        default_max_len=default_len,
-        model_max_length=mml,
-        rope_type=_rope_type(rope[0]) if rope else None,
-        rope_factor=float(rope[0]["factor"]) if rope and rope[0].get("factor") else None,
-        sliding_window=_sliding_window(cfg),
-        attention_chunk_size=cfg.get("attention_chunk_size"),
-        moe=moe,
-        mla=mla,
-        mamba=_mamba(cfg, full, hidden, mixers),
-        vision=_vision(full),
-        quant=quant,
-        mtp_layers=_mtp_layers(cfg),
-        checkpoint_bytes=checkpoint_bytes,
-        is_pooling=_is_pooling(archs),
-        num_params=0,
-        weight_bytes=0,
-    )
+        "max_position_embeddings": r.opt_int("max_position_embeddings", "n_positions"),
+        "derived_max_len": derived,
+        "derived_max_len_key": key,
+        "default_max_len": default_len,
+        "model_max_length": mml,
+        "rope_type": _rope_type(rope[0]) if rope else None,
+        "rope_factor": float(rope[0]["factor"]) if rope and rope[0].get("factor") else None,
+        "sliding_window": _sliding_window(cfg),
+        "attention_chunk_size": cfg.get("attention_chunk_size"),
+        "moe": moe,
+        "mla": mla,
+        "mamba": _mamba(cfg, full, hidden, mixers),
+        "vision": _vision(full),
+        "quant": quant,
+        "mtp_layers": _mtp_layers(cfg),
+        "checkpoint_bytes": checkpoint_bytes,
+        "is_pooling": _is_pooling(archs),
+        "num_params": 0,
+        "weight_bytes": 0,
+    }
     draft = ModelSpec(**spec_fields)
     return draft.model_copy(
         update={

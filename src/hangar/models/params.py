@@ -168,7 +168,7 @@ def _mtp_params(spec: ModelSpec, layers: list[dict[str, int]]) -> int:
 
 def base_dtype_bytes(spec: ModelSpec) -> int:
     """Bytes of an unquantized parameter as vLLM loads it (--dtype auto: fp32 -> bf16)."""
-    return 2 if DTYPE_BYTES.get(spec.dtype, 2) >= 2 else DTYPE_BYTES.get(spec.dtype, 2)
+    return min(2, DTYPE_BYTES.get(spec.dtype, 2))
 
 
 def quantized_bytes(quant: QuantSpec) -> float:
@@ -212,7 +212,7 @@ def category_bytes(spec: ModelSpec, category: str) -> float:
 def weight_bytes(spec: ModelSpec, include_unloaded: bool = False) -> int:
     b = breakdown(spec)
     base = base_dtype_bytes(spec)
-    total = (b.embed + b.lm_head + b.final_norm + b.vision) * base
+    total = float((b.embed + b.lm_head + b.final_norm + b.vision) * base)
     for layer in b.layers:
         total += sum(n * category_bytes(spec, cat) for cat, n in layer.items())
     if include_unloaded and b.mtp:

@@ -32,7 +32,9 @@ def _from_quantization_config(qc: Mapping[str, Any]) -> QuantSpec:
     if method == "compressed-tensors":
         return _compressed_tensors(qc)
     if method == "modelopt":
-        return _from_modelopt({"quantization": qc})
+        modelopt = _from_modelopt({"quantization": qc})
+        if modelopt is not None:
+            return modelopt
     block = qc.get("weight_block_size")
     bits = qc.get("bits") or qc.get("w_bit") or _bits_for(method, qc)
     return QuantSpec(
@@ -72,7 +74,7 @@ def _format_for(method: str, bits: Any) -> str | None:
 
 def _compressed_tensors(qc: Mapping[str, Any]) -> QuantSpec:
     groups = qc.get("config_groups") or {}
-    first = next(iter(groups.values()), {}) if isinstance(groups, Mapping) else {}
+    first: Mapping[str, Any] = next(iter(groups.values()), {}) if isinstance(groups, Mapping) else {}
     weights = first.get("weights") or {}
     acts = first.get("input_activations") or {}
     bits = _int(weights.get("num_bits"))

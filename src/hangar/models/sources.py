@@ -12,7 +12,6 @@ never reads, prints or stores it.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from functools import lru_cache
@@ -26,6 +25,8 @@ from hangar.errors import InputError, ModelNotFound
 from hangar.models.config import load_config_file, parse_config
 from hangar.models.spec import ModelSpec
 
+# huggingface_hub's HTTP errors subclass OSError (requests/httpx) or ValueError (validation).
+_HUB_ERRORS = (OSError, ValueError)
 CATALOG_PACKAGE = "hangar.models"
 CATALOG_DIR = "catalog"
 
@@ -181,7 +182,7 @@ def _from_hf_cache(ref: str) -> ModelSpec | None:
 
     try:
         hit = try_to_load_from_cache(repo_id=ref, filename="config.json")
-    except Exception:  # invalid id for the hub's validator: not a cache hit
+    except ValueError:  # HFValidationError: not a repo id the hub accepts, so not cached
         return None
     if not isinstance(hit, str):
         return None
@@ -212,18 +213,16 @@ def _from_hub(ref: str) -> ModelSpec | None:
     if _offline() or not _valid_repo_id(ref) or "/" not in ref or not _hub_reachable():
         return None
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, RepositoryNotFoundError
+    from huggingface_hub.errors import GatedRepoError
 
     try:
         config_path = Path(hf_hub_download(ref, "config.json"))
-    except (RepositoryNotFoundError, EntryNotFoundError):
-        return None
-    except (HfHubHTTPError, OSError, ValueError):
-        return None  # no network or a gated repo: report the model as not found
-    try:
-        hf_hub_download(ref, "hf_quant_config.json")
-    except Exception:  # most repos have none
-        pass
+    except GatedRepoError as exc:
+        raise InputError(f"'{ref}' is a gated repository and this machine has no access token for it",
+                         hint="hf auth login (or export HF_TOKEN=...), accept the model's terms, retry") from exc
+    except _HUB_ERRORS:
+        return None  # not on the hub, or the hub is unreachable: the caller reports not found
+    _optional_hub_file(ref, "hf_quant_config.json")
     return _from_files(
         config_path,
         model_id=ref,
@@ -233,12 +232,18 @@ def _from_hub(ref: str) -> ModelSpec | None:
     )
 
 
-def _hub_weight_bytes(ref: str) -> int | None:
+def _optional_hub_file(ref: str, name: str) -> Path | None:
     from huggingface_hub import hf_hub_download
 
     try:
-        index = Path(hf_hub_download(ref, "model.safetensors.index.json"))
-        total = json.loads(index.read_text()).get("metadata", {}).get("total_size")
-        return int(total) if total else None
-    except Exception:  # single-file checkpoints have no index
+        return Path(hf_hub_download(ref, name))
+    except _HUB_ERRORS:  # most repos have no such file
         return None
+
+
+def _hub_weight_bytes(ref: str) -> int | None:
+    index = _optional_hub_file(ref, "model.safetensors.index.json")
+    if index is None:  # single-file checkpoints have no index
+        return None
+    total = load_config_file(index).get("metadata", {}).get("total_size")
+    return int(total) if isinstance(total, int) else None

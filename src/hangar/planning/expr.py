@@ -23,7 +23,7 @@ _BIN = {
     ast.FloorDiv: operator.floordiv,
     ast.Mod: operator.mod,
 }
-_CMP = {
+_CMP: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Eq: operator.eq,
     ast.NotEq: operator.ne,
     ast.Lt: operator.lt,
@@ -99,10 +99,10 @@ def _eval(node: ast.AST, facts: Mapping[str, Any], expr: Expression) -> Any:
             raise DataError(f"{expr.where}: unknown fact '{node.id}' in {expr.text!r}")
         return facts[node.id]
     if isinstance(node, ast.BoolOp):
-        values = (lambda: _eval(v, facts, expr) for v in node.values)
+        # short-circuit like Python: later operands are evaluated only when needed
         if isinstance(node.op, ast.And):
-            return all(v() for v in values)
-        return any(v() for v in values)
+            return all(_eval(v, facts, expr) for v in node.values)
+        return any(_eval(v, facts, expr) for v in node.values)
     if isinstance(node, ast.UnaryOp):
         value = _eval(node.operand, facts, expr)
         return (not value) if isinstance(node.op, ast.Not) else -value

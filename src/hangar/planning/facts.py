@@ -228,23 +228,7 @@ def _quant_facts(
     method = resolve_quant_method(user or declared, version) if (user or declared) else ""
     min_cap = quant_min_capability(method, version) if method else 0
     fmt = (spec.quant.weight_format or "") if spec.quant else ""
-    scheme_min, fallback = 0, ""
-    if declared == "compressed-tensors" and spec.quant:
-        schemes = quant_table()["methods"]["compressed-tensors"]["schemes"]
-        key = (
-            "float8_w8a8"
-            if fmt.startswith("float8")
-            else fmt.rstrip("0123456789")
-            + (fmt[len(fmt.rstrip("0123456789")) :] if fmt.startswith("int") else "")
-        )
-        key = {"float8": "float8_w8a8"}.get(key, key)
-        entry = schemes.get(key) or schemes.get(fmt)
-        if entry:
-            scheme_min, fallback = int(entry["value"]), str(entry.get("fallback", ""))
-            if fallback and cap >= 75:
-                fallback = fallback
-            elif fallback:
-                fallback = ""
+    scheme_min, fallback = _scheme_minimum(declared, fmt, cap)
     return {
         "quant_ckpt": declared,
         "quant_user": user,
@@ -258,6 +242,19 @@ def _quant_facts(
         "quant_scheme_min": scheme_min,
         "quant_scheme_fallback": fallback,
     }
+
+
+def _scheme_minimum(declared: str, fmt: str, cap: int) -> tuple[int, str]:
+    """compressed-tensors per-scheme minimum capability, and the fallback when one exists."""
+    if declared != "compressed-tensors":
+        return 0, ""
+    schemes = quant_table()["methods"]["compressed-tensors"]["schemes"]
+    key = "float8_w8a8" if fmt.startswith("float8") else "int8" if fmt == "int8" else fmt
+    entry = schemes.get(key) or schemes.get(fmt.rstrip("0123456789"))
+    if not entry:
+        return 0, ""
+    fallback = str(entry.get("fallback", "")) if cap >= 75 else ""
+    return int(entry["value"]), fallback
 
 
 def build_facts(
@@ -295,8 +292,8 @@ def build_facts(
         "num_attention_heads": spec.num_attention_heads,
         "num_kv_heads": spec.num_kv_heads,
         "kv_replicas": layout.tp // spec.num_kv_heads if spec.num_kv_heads else 1,
-        "kv_div_a": spec.num_kv_heads if spec.num_kv_heads > layout.tp else layout.tp,
-        "kv_div_b": layout.tp if spec.num_kv_heads > layout.tp else spec.num_kv_heads,
+        "kv_div_a": max(layout.tp, spec.num_kv_heads),
+        "kv_div_b": min(spec.num_kv_heads, layout.tp),
         "tp_choices": _tp_choices(spec, hw),
         "quant_tp_choices": _quant_tp_choices(spec, hw),
         "is_mla": spec.mla is not None,

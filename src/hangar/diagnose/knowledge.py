@@ -1,0 +1,196 @@
+"""The signature knowledge base: packaged YAML files, validated and compiled once.
+
+Every regex gets a literal *anchor* (its longest run of plain characters). The
+scanner looks for anchors with one multi-string search over raw bytes and runs
+the full regexes only on the few lines that contain one, which is what keeps a
+1 GB scan close to ``grep -E -f`` speed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from hangar.diagnose.model import Signature, SignatureFile
+from hangar.errors import DataError
+
+MIN_ANCHOR = 6
+_META = set(".^$*+?{}[]|()")
+_QUANT = set("*?{")
+_ESCAPED_CLASS = set("dDwWsSbBAZzn")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A compiled regex of one signature, with its role and literal anchor."""
+
+    signature: str
+    role: str  # "patterns" | "requires" | "absent" | "context"
+    index: int
+    regex: re.Pattern[str]
+    anchor: str
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    signatures: tuple[Signature, ...]
+    patterns: tuple[Pattern, ...]
+    files: tuple[str, ...]
+
+    def by_id(self) -> dict[str, Signature]:
+        return {sig.id: sig for sig in self.signatures}
+
+    def anchors(self) -> tuple[str, ...]:
+        return tuple(sorted({p.anchor for p in self.patterns}))
+
+
+def literal_runs(regex: str) -> list[str]:
+    """Runs of characters every match must contain literally (best effort, conservative)."""
+    runs: list[str] = []
+    current: list[str] = []
+    depth = 0
+    i = 0
+    while i < len(regex):
+        char, step, literal = _token(regex, i)
+        quantified = i + step < len(regex) and regex[i + step] in _QUANT
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if literal is None or quantified or depth > 0 or char == ")":
+            _flush(runs, current)
+        else:
+            current.append(literal)
+        i += step
+    _flush(runs, current)
+    return runs
+
+
+def _token(regex: str, i: int) -> tuple[str, int, str | None]:
+    """(raw char, width, literal or None) of the regex token at ``i``."""
+    char = regex[i]
+    if char == "\\" and i + 1 < len(regex):
+        nxt = regex[i + 1]
+        return char, 2, None if nxt in _ESCAPED_CLASS or nxt.isdigit() else nxt
+    if char == "[":
+        end = regex.find("]", i + 2)
+        return char, (end - i + 1) if end > 0 else 1, None
+    return char, 1, None if char in _META else char
+
+
+def _flush(runs: list[str], current: list[str]) -> None:
+    if current:
+        runs.append("".join(current))
+        current.clear()
+
+
+def anchor_for(regex: str) -> str | None:
+    """The longest literal run, or None when the regex has a top-level alternation."""
+    if _has_top_level_alternation(regex):
+        return None
+    runs = literal_runs(regex)
+    return max(runs, key=len) if runs else None
+
+
+def _has_top_level_alternation(regex: str) -> bool:
+    depth, i = 0, 0
+    while i < len(regex):
+        char, step, _ = _token(regex, i)
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            return True
+        i += step
+    return False
+
+
+def _compile(sig: Signature, role: str, index: int, source: str) -> Pattern:
+    text: str = getattr(sig, role)[index]
+    where = f"{source}: signature '{sig.id}', key '{role}[{index}]'"
+    try:
+        compiled = re.compile(text)
+    except re.error as exc:
+        raise DataError(f"{where}: invalid regex: {exc}") from exc
+    anchor = anchor_for(text)
+    if anchor is None or len(anchor.strip()) < MIN_ANCHOR:
+        raise DataError(
+            f"{where}: regex needs a literal run of >= {MIN_ANCHOR} characters and no "
+            f"top-level '|' (split it into several patterns): {text!r}"
+        )
+    return Pattern(sig.id, role, index, compiled, anchor)
+
+
+def _patterns_of(sig: Signature, source: str) -> Iterable[Pattern]:
+    for role in ("patterns", "requires", "absent", "context"):
+        for index in range(len(getattr(sig, role))):
+            yield _compile(sig, role, index, source)
+
+
+def parse_file(name: str, text: str) -> SignatureFile:
+    """Validate one data file; errors name the file, the signature id and the key."""
+    raw: Any = yaml.safe_load(text)
+    if not isinstance(raw, dict) or raw.get("schema_version") != 1:
+        found = raw.get("schema_version") if isinstance(raw, dict) else None
+        raise DataError(f"{name}: key 'schema_version' must be 1 (found {found!r})")
+    try:
+        return SignatureFile.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(f"{name}: {_describe(raw, exc)}") from exc
+
+
+def _describe(raw: dict[str, Any], exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = list(err["loc"])
+    sig_id = "?"
+    if len(loc) >= 2 and loc[0] == "signatures" and isinstance(loc[1], int):
+        entries = raw.get("signatures") or []
+        if loc[1] < len(entries) and isinstance(entries[loc[1]], dict):
+            sig_id = str(entries[loc[1]].get("id", f"#{loc[1]}"))
+        key = ".".join(str(part) for part in loc[2:]) or "(entry)"
+        return f"signature '{sig_id}', key '{key}': {err['msg']}"
+    return f"key '{'.'.join(str(p) for p in loc)}': {err['msg']}"
+
+
+def build(files: Iterable[tuple[str, str]]) -> KnowledgeBase:
+    """Compile (name, yaml text) pairs into a knowledge base; ids must be unique."""
+    signatures: list[Signature] = []
+    patterns: list[Pattern] = []
+    names: list[str] = []
+    seen: dict[str, str] = {}
+    for name, text in files:
+        names.append(name)
+        for sig in parse_file(name, text).signatures:
+            if sig.id in seen:
+                raise DataError(f"{name}: signature '{sig.id}' already defined in {seen[sig.id]}")
+            seen[sig.id] = name
+            signatures.append(sig)
+            patterns.extend(_patterns_of(sig, name))
+    return KnowledgeBase(tuple(signatures), tuple(patterns), tuple(names))
+
+
+def _packaged_files() -> list[tuple[str, str]]:
+    root = resources.files("hangar.diagnose") / "data"
+    entries = sorted((e for e in root.iterdir() if e.name.endswith(".yaml")), key=lambda e: e.name)
+    return [(f"hangar/diagnose/data/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
+
+
+@lru_cache(maxsize=1)
+def load() -> KnowledgeBase:
+    """The packaged knowledge base (validated on first use, then cached)."""
+    return build(_packaged_files())
+
+
+def load_dir(directory: Path) -> KnowledgeBase:
+    """A knowledge base from another directory of YAML files (tests, site extensions)."""
+    files = sorted(directory.glob("*.yaml"))
+    return build((str(path), path.read_text(encoding="utf-8")) for path in files)

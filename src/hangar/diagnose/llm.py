@@ -1,0 +1,156 @@
+"""Optional fallback: ask an OpenAI-compatible endpoint about a *redacted* log excerpt.
+
+Only used when no signature is confident. Before anything leaves the machine the
+excerpt loses tokens and keys, IP addresses, host names and user names in paths;
+the answer is shown labelled as the model's guess, never as a diagnosis.
+"""
+
+from __future__ import annotations
+
+import collections
+import getpass
+import json
+import re
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from hangar.diagnose import reader
+from hangar.errors import HangarError
+
+EXCERPT_LINES = 120
+_PUBLIC_HOSTS = ("huggingface.co", "github.com", "docs.vllm.ai", "pytorch.org", "nvidia.com")
+_SYSTEM = (
+    "You are an expert in vLLM, Ray, NCCL and Slurm. Given a redacted log excerpt from a "
+    "failed vLLM launch, name the most likely root cause (not the last symptom) and the fix "
+    "(flags, env vars, commands). Answer in at most 8 lines."
+)
+
+# Order matters: secrets first (they can contain dots and digits), then addresses and names.
+_SECRETS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bhf_[A-Za-z0-9]{16,}"), "<token>"),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "<token>"),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "<token>"),
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"), "Bearer <token>"),
+    (
+        re.compile(
+            r"(?i)\b([\w-]*(?:api[_-]?key|token|secret|passw(?:or)?d|authorization)[\w-]*)"
+            r"(['\"]?\s*[:=]\s*['\"]?)([^\s'\",)}]+)"
+        ),
+        r"\1\2<redacted>",
+    ),
+    (re.compile(r"\b[A-Fa-f0-9]{32,}\b"), "<hex>"),
+]
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
+_IPV6 = re.compile(r"(?<![\w:])[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{0,4}){3,7}(?![\w:])")
+_FQDN = re.compile(r"\b(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}\b")
+_NCCL_HOST = re.compile(r"^[\w.-]+(?=:\d+:\d+ \[\d+\])", re.MULTILINE)
+_USER_PATH = re.compile(r"(/(?:home|Users|scratch|gpfs|lustre|nfs|hpc|users)/)([^/\s'\"]+)")
+_FILE_LIKE = re.compile(r"\.(?:py|so|json|yaml|log|txt|cc|cu|h|cpp|safetensors|bin|pkl|gz)$")
+
+
+class LlmUnavailable(HangarError):
+    """The --llm endpoint could not be reached or answered nonsense."""
+
+
+class LlmGuess(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    label: str = "model's guess (not verified by a signature)"
+    model: str
+    text: str
+
+
+def redact(text: str, extra_names: Iterable[str] = ()) -> str:
+    """The excerpt with secrets, addresses, host and user names replaced by placeholders."""
+    for pattern, repl in _SECRETS:
+        text = pattern.sub(repl, text)
+    text = _EMAIL.sub("<email>", text)
+    text = _IPV4.sub("<ip>", text)
+    text = _IPV6.sub("<ip6>", text)
+    text = _NCCL_HOST.sub("<host>", text)
+    text = _FQDN.sub(_host_or_keep, text)
+    text = _USER_PATH.sub(r"\1<user>", text)
+    for name in _local_names(extra_names):
+        text = re.sub(rf"\b{re.escape(name)}\b", "<name>", text)
+    return text
+
+
+def _host_or_keep(match: re.Match[str]) -> str:
+    value = match.group(0)
+    if _FILE_LIKE.search(value) or value.count(".") == 1 and value.split(".")[0].isidentifier():
+        return value  # module.attr or file.py, not a host
+    if any(value == h or value.endswith("." + h) for h in _PUBLIC_HOSTS):
+        return value
+    return "<host>"
+
+
+def _local_names(extra: Iterable[str]) -> list[str]:
+    names = {socket.gethostname().split(".")[0], *extra}
+    try:
+        names.add(getpass.getuser())
+    except (KeyError, OSError):  # no passwd entry in some containers
+        pass
+    return sorted((n for n in names if n and len(n) >= 3), key=len, reverse=True)
+
+
+def excerpt(paths: Iterable[Path], max_lines: int = EXCERPT_LINES) -> str:
+    """The last lines of each log (deduplicated across ranks), prefixes stripped."""
+    parts: list[str] = []
+    for source in reader.expand(list(paths)):
+        tail: collections.deque[str] = collections.deque(maxlen=max_lines)
+        seen: set[str] = set()
+        with reader.open_stream(source) as stream:
+            for chunk in reader.chunks(stream, source):
+                for raw in chunk.splitlines():
+                    text = reader.clean(raw)
+                    key = reader.fold_key(text)
+                    if text.strip() and key not in seen:
+                        seen.add(key)
+                        tail.append(text)
+        parts.append(f"== {Path(source.name).name} ==\n" + "\n".join(tail))
+    return "\n".join(parts)
+
+
+def ask(url: str, model: str, text: str, timeout: float = 60.0) -> LlmGuess:
+    """POST the (already redacted) excerpt to an OpenAI-compatible chat endpoint."""
+    endpoint = url.rstrip("/")
+    if not endpoint.endswith("/chat/completions"):
+        endpoint += "/chat/completions" if endpoint.endswith("/v1") else "/v1/chat/completions"
+    body = {
+        "model": model,
+        "temperature": 0,
+        "messages": [
+            {"role": "system", "content": _SYSTEM},
+            {"role": "user", "content": f"Log excerpt:\n```\n{text}\n```"},
+        ],
+    }
+    answer = _post(endpoint, body, timeout)
+    try:
+        content = answer["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise LlmUnavailable(f"{endpoint} answered without choices[0].message.content") from exc
+    return LlmGuess(model=model, text=str(content).strip())
+
+
+def _post(endpoint: str, body: dict[str, Any], timeout: float) -> Any:
+    request = urllib.request.Request(
+        endpoint,
+        data=json.dumps(body).encode("utf-8"),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read().decode("utf-8"))
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+        raise LlmUnavailable(
+            f"--llm endpoint {endpoint} failed: {exc}",
+            hint="check the URL of the OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)",
+        ) from exc

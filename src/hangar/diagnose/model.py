@@ -1,0 +1,122 @@
+"""Values of the diagnosis: the signature schema (as packaged data) and the result."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# The taxonomy of `hangar doctor --json`; every signature names exactly one of these.
+CauseId = Literal[
+    "ulimit_mmap",
+    "tp_heads_divisibility",
+    "world_size_gpus",
+    "expert_parallel",
+    "kv_cache_too_small",
+    "gpu_memory_utilization",
+    "oom_weights",
+    "unsupported_architecture",
+    "missing_parser",
+    "mamba_cache_blocks",
+    "nccl_p2p",
+    "nccl_network",
+    "ray_cluster",
+    "cuda_driver_mismatch",
+    "quant_unsupported_gpu",
+    "flashinfer_jit_nvcc",
+    "tmp_disk_full",
+    "port_in_use",
+    "max_model_len_exceeds_config",
+    "dtype_unsupported",
+    "shm_ipc",
+    "other",
+]
+
+CAUSES: tuple[str, ...] = CauseId.__args__  # type: ignore[attr-defined]
+
+
+class Signature(BaseModel):
+    """One known failure: how it shows in a log, what it means, and how to fix it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    cause: CauseId
+    title: str
+    patterns: tuple[str, ...] = Field(min_length=1, description="any one line matching fires it")
+    requires: tuple[str, ...] = Field(
+        default=(), description="each must also match some line of the input (co-occurrence)"
+    )
+    absent: tuple[str, ...] = Field(default=(), description="any match anywhere suppresses it")
+    context: tuple[str, ...] = Field(
+        default=(), description="supporting lines: each one seen raises confidence by context_boost"
+    )
+    confidence: float = Field(gt=0, le=1)
+    context_boost: float = Field(default=0.1, ge=0, le=0.5)
+    suppresses: tuple[CauseId, ...] = Field(
+        default=(), description="causes that are downstream symptoms of this one (demoted)"
+    )
+    fallback: bool = Field(
+        default=False, description="a generic symptom, dropped when any specific signature fires"
+    )
+    explanation: str
+    fix: tuple[str, ...] = Field(min_length=1)
+    vllm: str = Field(default="*", description="vLLM versions that print this, e.g. '>=0.6,<0.11'")
+    preflight_rule: str | None = None
+    sources: tuple[str, ...] = ()
+
+
+class SignatureFile(BaseModel):
+    """A data file: a version key first, then its signatures."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1]
+    signatures: tuple[Signature, ...]
+
+
+class Evidence(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    file: str
+    line: int = Field(ge=1)
+    text: str
+
+
+class Finding(BaseModel):
+    """One ranked cause with the signature that named it and the lines that show it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cause: CauseId
+    signature: str
+    confidence: float = Field(ge=0, le=1)
+    explanation: str
+    fix: str
+    evidence: tuple[Evidence, ...]
+    title: str = Field(default="", exclude=True)
+    preflight_rule: str | None = Field(default=None, exclude=True)
+    repeats: int = Field(default=1, exclude=True, description="duplicate lines folded (ranks)")
+
+
+class Diagnosis(BaseModel):
+    """What `hangar doctor` concluded: causes best first (empty when the log looks healthy)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    causes: tuple[Finding, ...] = ()
+    files: tuple[str, ...] = Field(default=(), exclude=True)
+    lines_scanned: int = Field(default=0, exclude=True)
+    bytes_scanned: int = Field(default=0, exclude=True)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.causes
+
+    @property
+    def top(self) -> Finding | None:
+        return self.causes[0] if self.causes else None
+
+    def confident(self, threshold: float = 0.5) -> bool:
+        """True when the best cause is at least ``threshold`` sure."""
+        return bool(self.causes) and self.causes[0].confidence >= threshold

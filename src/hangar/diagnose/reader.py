@@ -1,0 +1,146 @@
+"""Reading logs as they come: plain or gzip files, stdin, whole directories, in big chunks.
+
+Chunks always end on a line boundary so the scanner can number lines; decoding and
+clean-up (ANSI colours, CR, per-process prefixes) happen only on the few lines the
+anchor search selects.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import re
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, cast
+
+from hangar.errors import InputError
+
+CHUNK_BYTES = 16 * 2**20
+_SNIFF_BYTES = 8192
+_LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".jsonl")
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# `(Worker_TP1 pid=7)`, `(RayWorkerWrapper pid=5, ip=10.0.0.2)`, `(APIServer pid=1) (EngineCore_DP0 pid=9)`,
+# `[rank0]:`, `[2026-02-24T20:21:58Z]`, and a docker-compose `service  | ` column.
+_PREFIX = re.compile(
+    r"^(?:\s*(?:\([A-Za-z_][\w.-]*(?: [\w.=-]+)*? pid=\d+(?:, ip=[\w.:-]+)?\)"
+    r"|\[rank\d+\]:|\[\d{4}-\d\d-\d\dT[\d:.]+Z?\]|[\w.-]+ +\|(?= )))+\s*"
+)
+# vLLM's logger header, so that the same line from every rank folds into one.
+_HEADER = re.compile(
+    r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+    r"(?:\[[^\]]+\] |[\w.]+:\d+\] )"
+)
+
+
+class UnreadableLog(InputError):
+    """A log that cannot be read as text: missing, binary, truncated gzip, empty (exit 2)."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: a file (possibly gzip) or stdin (``path`` None)."""
+
+    name: str
+    path: Path | None = None
+
+
+def expand(paths: list[Path]) -> list[Source]:
+    """Files as given; directories become their log-like files, sorted."""
+    sources: list[Source] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and _looks_like_log(p))
+            if not found:
+                raise UnreadableLog("directory holds no log files", source=str(path))
+            sources.extend(Source(str(p), p) for p in found)
+        else:
+            sources.append(Source(str(path), path))
+    return sources
+
+
+def _looks_like_log(path: Path) -> bool:
+    return path.suffix in _LOG_SUFFIXES or ".log." in path.name
+
+
+def open_stream(source: Source, stdin: BinaryIO | None = None) -> BinaryIO:
+    """A binary stream of the source's text, gunzipping when the magic bytes say gzip."""
+    if source.path is None:
+        if stdin is None:
+            raise UnreadableLog("no stdin to read", source=source.name)
+        buffered: Any = stdin if hasattr(stdin, "peek") else io.BufferedReader(cast(Any, stdin))
+        if buffered.peek(2)[:2] == b"\x1f\x8b":
+            return cast(BinaryIO, gzip.GzipFile(fileobj=buffered, mode="rb"))
+        return cast(BinaryIO, buffered)
+    try:
+        handle = source.path.open("rb")
+    except OSError as exc:
+        raise UnreadableLog(exc.strerror or str(exc), source=source.name) from exc
+    magic = handle.read(2)
+    if magic == b"\x1f\x8b":
+        handle.close()
+        return gzip.open(source.path, "rb")  # type: ignore[return-value]
+    handle.seek(0)
+    return handle
+
+
+def chunks(stream: BinaryIO, source: Source, size: int = CHUNK_BYTES) -> Iterator[bytes]:
+    """Chunks that end on a newline (the last one may not); rejects binary or broken input."""
+    carry = b""
+    first = True
+    while True:
+        block = _read(stream, source, size)
+        if first:
+            _check_text(block, source)
+            first = False
+        if not block:
+            break
+        data = carry + block
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            carry = data
+            continue
+        carry = data[cut:]
+        yield data[:cut]
+    if carry:
+        yield carry
+
+
+def _read(stream: BinaryIO, source: Source, size: int) -> bytes:
+    try:
+        return stream.read(size)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise UnreadableLog(f"corrupt or truncated gzip ({exc})", source=source.name) from exc
+    except OSError as exc:
+        raise UnreadableLog(exc.strerror or str(exc), source=source.name) from exc
+
+
+def _check_text(block: bytes, source: Source) -> None:
+    if not block:
+        raise UnreadableLog("is empty", source=source.name, hint="pass the log vLLM wrote")
+    head = block[:_SNIFF_BYTES]
+    if b"\x00" in head:
+        raise UnreadableLog(
+            "looks binary (NUL bytes), not a text log",
+            source=source.name,
+            hint="pass the .log/.out/.err text file (gzip is fine)",
+        )
+
+
+def clean(raw: bytes) -> str:
+    """One line as a person reads it: decoded, no colours, no CR, no process prefixes."""
+    text = raw.decode("utf-8", errors="replace")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    text = text.replace("\r", "").rstrip("\n")
+    return _PREFIX.sub("", text, count=1)
+
+
+def fold_key(text: str) -> str:
+    """The part of a cleaned line that is identical across ranks (header dropped)."""
+    return _HEADER.sub("", text, count=1).strip()

@@ -1,0 +1,216 @@
+"""The scanner: anchors over raw bytes, full regexes on the few selected lines, then ranking.
+
+Ranking rules (why the first cause is usually the root and not the last symptom):
+- a signature fires when one of its ``patterns`` matches, all its ``requires`` matched
+  somewhere and none of its ``absent`` did; each matched ``context`` adds confidence;
+- a fired signature demotes the causes it ``suppresses`` (known downstream symptoms,
+  e.g. an address-space limit shows up later as CUDA OOM or a failed import);
+- ``fallback`` signatures (bare tracebacks, "Engine core initialization failed") only
+  count when nothing specific fired;
+- ties go to the cause seen first in the logs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hangar.diagnose import reader
+from hangar.diagnose.knowledge import KnowledgeBase, Pattern
+from hangar.diagnose.model import Diagnosis, Evidence, Finding, Signature
+
+MAX_EVIDENCE = 4
+MAX_TEXT = 400
+SUPPRESS_FACTOR = 0.5
+MIN_CONFIDENCE = 0.15
+
+
+def _aho_corasick() -> Any:
+    """ahocorasick_rs (a Rust Aho-Corasick DFA, ~10x faster than the stdlib for many needles)."""
+    try:
+        return importlib.import_module("ahocorasick_rs")
+    except ImportError:  # pragma: no cover - only where the wheel is missing
+        return None
+
+
+_ACRS = _aho_corasick()
+
+
+class _Needles:
+    """Multi-string search over bytes; stdlib fallback when ahocorasick_rs is absent."""
+
+    def __init__(self, needles: Sequence[bytes]) -> None:
+        self.needles = list(needles)
+        self._ac = (
+            _ACRS.BytesAhoCorasick(self.needles, implementation=_ACRS.Implementation.DFA)
+            if _ACRS is not None
+            else None
+        )
+
+    def starts(self, data: bytes) -> list[int]:
+        """Positions where some needle starts (not necessarily all of them)."""
+        if self._ac is not None:
+            return [start for _, start, _ in self._ac.find_matches_as_indexes(data)]
+        found: list[int] = []
+        for needle in self.needles:
+            pos = data.find(needle)
+            while pos >= 0:
+                found.append(pos)
+                pos = data.find(needle, pos + 1)
+        return found
+
+    def present(self, line: bytes) -> list[int]:
+        """Indexes of every needle contained in ``line``."""
+        if self._ac is not None:
+            hits = self._ac.find_matches_as_indexes(line, overlapping=True)
+            return sorted({idx for idx, _, _ in hits})
+        return [i for i, needle in enumerate(self.needles) if needle in line]
+
+
+@dataclass
+class _Hits:
+    evidence: list[Evidence] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
+    first: tuple[int, int] = (1 << 30, 1 << 30)
+    repeats: int = 0
+
+
+class Scanner:
+    """Feed it sources (in order); ask for the diagnosis at the end."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        anchors = kb.anchors()
+        self._needles = _Needles([a.encode() for a in anchors])
+        index = {a: i for i, a in enumerate(anchors)}
+        self._by_anchor: dict[int, list[Pattern]] = {}
+        for pattern in kb.patterns:
+            self._by_anchor.setdefault(index[pattern.anchor], []).append(pattern)
+        self._hits: dict[tuple[str, str, int], _Hits] = {}
+        self.files: list[str] = []
+        self.lines = 0
+        self.bytes = 0
+
+    def feed(self, source: reader.Source, data: Iterable[bytes]) -> None:
+        self.files.append(source.name)
+        order = len(self.files) - 1
+        line_no = 1
+        for chunk in data:
+            self.bytes += len(chunk)
+            # Colour codes are removed per selected line (reader.clean): vLLM colours the
+            # process prefix, never inside the message texts the anchors come from.
+            self._scan_chunk(source.name, order, chunk, line_no)
+            line_no += chunk.count(b"\n")
+        self.lines += line_no - 1
+
+    def _scan_chunk(self, name: str, order: int, chunk: bytes, first_line: int) -> None:
+        starts = sorted({chunk.rfind(b"\n", 0, pos) + 1 for pos in self._needles.starts(chunk)})
+        line_no, cursor = first_line, 0
+        for start in starts:
+            line_no += chunk.count(b"\n", cursor, start)
+            cursor = start
+            end = chunk.find(b"\n", start)
+            raw = chunk[start : end if end >= 0 else len(chunk)]
+            self._match_line(name, order, line_no, raw)
+
+    def _match_line(self, name: str, order: int, line_no: int, raw: bytes) -> None:
+        text: str | None = None
+        for anchor_idx in self._needles.present(raw):
+            for pattern in self._by_anchor.get(anchor_idx, ()):
+                text = text if text is not None else reader.clean(raw)
+                if pattern.regex.search(text):
+                    self._record(pattern, name, order, line_no, text)
+
+    def _record(self, pattern: Pattern, name: str, order: int, line_no: int, text: str) -> None:
+        hits = self._hits.setdefault((pattern.signature, pattern.role, pattern.index), _Hits())
+        key = reader.fold_key(text)
+        hits.first = min(hits.first, (order, line_no))
+        if key in hits.keys:
+            hits.repeats += 1
+            return
+        hits.keys.add(key)
+        if len(hits.evidence) < MAX_EVIDENCE:
+            hits.evidence.append(Evidence(file=name, line=line_no, text=text.strip()[:MAX_TEXT]))
+
+    def diagnosis(self) -> Diagnosis:
+        return Diagnosis(
+            causes=tuple(rank(self.kb.signatures, self._hits)),
+            files=tuple(self.files),
+            lines_scanned=self.lines,
+            bytes_scanned=self.bytes,
+        )
+
+
+@dataclass(frozen=True)
+class _Fired:
+    sig: Signature
+    confidence: float
+    first: tuple[int, int]
+    evidence: tuple[Evidence, ...]
+    repeats: int
+
+
+def _fire(sig: Signature, hits: dict[tuple[str, str, int], _Hits]) -> _Fired | None:
+    def seen(role: str, i: int) -> _Hits | None:
+        return hits.get((sig.id, role, i))
+
+    primary = [h for i in range(len(sig.patterns)) if (h := seen("patterns", i))]
+    if not primary:
+        return None
+    if any(seen("requires", i) is None for i in range(len(sig.requires))):
+        return None
+    if any(seen("absent", i) is not None for i in range(len(sig.absent))):
+        return None
+    support = [
+        h
+        for role in ("requires", "context")
+        for i in range(len(getattr(sig, role)))
+        if (h := seen(role, i))
+    ]
+    boost = sig.context_boost * sum(1 for i in range(len(sig.context)) if seen("context", i))
+    first = min(h.first for h in primary)
+    evidence = sorted({e for h in primary for e in h.evidence}, key=lambda e: (e.file, e.line))
+    extra = sorted({e for h in support for e in h.evidence[:1]}, key=lambda e: (e.file, e.line))
+    return _Fired(
+        sig=sig,
+        confidence=min(0.99, sig.confidence + boost),
+        first=first,
+        evidence=tuple(evidence[:MAX_EVIDENCE]) + tuple(extra[:2]),
+        repeats=1 + sum(h.repeats for h in primary),
+    )
+
+
+def rank(signatures: Iterable[Signature], hits: dict[tuple[str, str, int], _Hits]) -> list[Finding]:
+    """Fired signatures -> one finding per cause, best first."""
+    fired = [f for sig in signatures if (f := _fire(sig, hits))]
+    if any(not f.sig.fallback for f in fired):
+        fired = [f for f in fired if not f.sig.fallback]
+    demoted = {cause for f in fired for cause in f.sig.suppresses if cause != f.sig.cause}
+    best: dict[str, tuple[float, _Fired]] = {}
+    for f in fired:
+        score = f.confidence * (SUPPRESS_FACTOR if f.sig.cause in demoted else 1.0)
+        current = best.get(f.sig.cause)
+        if current is None or (score, -f.first[0], -f.first[1]) > (
+            current[0],
+            -current[1].first[0],
+            -current[1].first[1],
+        ):
+            best[f.sig.cause] = (score, f)
+    ordered = sorted(best.values(), key=lambda item: (-item[0], item[1].first))
+    return [_finding(score, f) for score, f in ordered if score >= MIN_CONFIDENCE]
+
+
+def _finding(score: float, f: _Fired) -> Finding:
+    return Finding(
+        cause=f.sig.cause,
+        signature=f.sig.id,
+        confidence=round(score, 2),
+        explanation=f.sig.explanation.strip(),
+        fix="\n".join(f.sig.fix),
+        evidence=f.evidence,
+        title=f.sig.title,
+        preflight_rule=f.sig.preflight_rule,
+        repeats=f.repeats,
+    )

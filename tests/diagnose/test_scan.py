@@ -1,0 +1,98 @@
+"""Streaming, clean-up, folding of per-rank duplicates, and root-cause-first ranking."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from hangar.diagnose import UnreadableLog, diagnose_paths, diagnose_text, reader
+
+HEADS = "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8)."
+
+
+def test_gzip_ansi_crlf_and_prefixes(tmp_path: Path) -> None:
+    body = (
+        "INFO 01-01 00:00:00 [api_server.py:1] starting\r\n"
+        f"\x1b[36m(EngineCore_DP0 pid=42)\x1b[0m {HEADS}\r\n"
+    )
+    path = tmp_path / "vllm.log.gz"
+    path.write_bytes(gzip.compress(body.encode()))
+    top = diagnose_paths([path]).causes[0]
+    assert top.cause == "tp_heads_divisibility"
+    assert top.evidence[0].line == 2
+    assert top.evidence[0].text.startswith("ValueError: Total number")  # prefix and colour gone
+
+
+def test_same_error_from_every_rank_folds_into_one_line() -> None:
+    lines = [
+        f"(Worker_TP{r} pid={100 + r}) ERROR 05-01 10:00:0{r} [multiproc_executor.py:597] "
+        "RuntimeError: CUDA error: peer access is not supported between these two devices"
+        for r in range(8)
+    ]
+    top = diagnose_text("\n".join(lines)).causes[0]
+    assert top.cause == "nccl_p2p"
+    assert len(top.evidence) == 1
+    assert top.repeats == 8
+
+
+def test_line_numbers_survive_chunk_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 64)
+    filler = "".join(f"INFO line {i} nothing to see here\n" for i in range(200))
+    path = tmp_path / "big.log"
+    path.write_text(filler + HEADS + "\n" + filler)
+    diagnosis = diagnose_paths([path])
+    assert diagnosis.causes[0].evidence[0].line == 201
+    assert diagnosis.lines_scanned == 401
+
+
+def test_first_cause_not_last_symptom_ulimit() -> None:
+    log = (
+        "$ ulimit -a\n"
+        "virtual memory              (kbytes, -v) 33554432\n"
+        "INFO 01-01 00:00:01 [gpu_model_runner.py:1] Starting to load model\n"
+        "OSError: [Errno 12] Cannot allocate memory\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB.\n"
+        "RuntimeError: Engine core initialization failed. See root cause above.\n"
+    )
+    causes = diagnose_text(log).causes
+    assert causes[0].cause == "ulimit_mmap"
+    assert all(c.cause != "other" for c in causes)  # the fallback is dropped
+
+
+def test_first_cause_not_last_symptom_ray_ip() -> None:
+    log = (
+        "INFO worker.py:1654 -- Connecting to existing Ray cluster at address: 10.0.0.1:6379...\n"
+        "WARNING ray_utils.py:352] Tensor parallel size (16) exceeds available GPUs (8).\n"
+        "export VLLM_HOST_IP=10.0.0.2\n"
+        "ValueError: World size (16) is larger than the number of available GPUs (8) in this node.\n"
+    )
+    assert diagnose_text(log).causes[0].cause == "ray_cluster"
+
+
+def test_healthy_log_has_no_cause() -> None:
+    log = "INFO 01-01 api_server.py] Started server process\nINFO:     Application startup complete.\n"
+    assert diagnose_text(log).healthy
+
+
+def test_unknown_traceback_is_other_with_low_confidence() -> None:
+    log = 'Traceback (most recent call last):\n  File "x.py", line 1\nZeroDivisionError: division by zero\n'
+    top = diagnose_text(log).causes[0]
+    assert top.cause == "other" and top.confidence < 0.5
+
+
+def test_directory_input_and_bad_inputs(tmp_path: Path) -> None:
+    (tmp_path / "job.err").write_text(HEADS + "\n")
+    (tmp_path / "job.out").write_text("INFO fine\n")
+    assert diagnose_paths([tmp_path]).causes[0].cause == "tp_heads_divisibility"
+    (tmp_path / "empty.log").write_text("")
+    (tmp_path / "bin.log").write_bytes(b"\x7fELF\x00\x00\x01")
+    whole = gzip.compress("".join(f"INFO step {i}\n" for i in range(20000)).encode())
+    (tmp_path / "cut.log.gz").write_bytes(whole[: len(whole) // 2])
+    for name in ("empty.log", "bin.log", "cut.log.gz", "missing.log"):
+        with pytest.raises(UnreadableLog) as info:
+            diagnose_paths([tmp_path / name])
+        assert info.value.exit_code == 2
