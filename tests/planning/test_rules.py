@@ -258,3 +258,34 @@ def test_mamba_blocks_rule() -> None:
 def test_gpu_memory_utilization_range() -> None:
     assert "gpu_memory_utilization_range" in ids(QWEN8B, gpu_memory_utilization=1.5)
     assert "gpu_memory_utilization_range" not in ids(QWEN8B, gpu_memory_utilization=0.5)
+
+
+def test_remaining_rules_both_sides() -> None:
+    assert "ep_single_gpu" in ids("Qwen/Qwen3-30B-A3B", tp=1, ep=True, gpus=1)
+    assert "ep_single_gpu" not in ids("Qwen/Qwen3-30B-A3B", tp=2, ep=True, gpus=2)
+    assert "pp_exceeds_layers" in ids("Qwen/Qwen3-0.6B", pp=32, gpus=32)  # 28 layers
+    assert "pp_exceeds_layers" not in ids("Qwen/Qwen3-0.6B", pp=28, gpus=32)
+    assert "fp16_refused_auto_fp32" in ids("google/medgemma-27b-it", gpu="T4", tp=8)
+    assert "fp16_refused_auto_fp32" not in ids("google/medgemma-27b-it", gpu="A100", tp=8)
+
+
+def test_marlin_thread_n_and_k() -> None:
+    # Llama-2-13B GPTQ int4: intermediate 13824; TP 8 -> down_proj input 1728, not a multiple of 128
+    assert "marlin_min_thread_k" in ids("TheBloke/Llama-2-13B-chat-GPTQ", gpu="A100", tp=8)
+    assert "marlin_min_thread_k" not in ids("TheBloke/Llama-2-13B-chat-GPTQ", gpu="A100", tp=2)
+    # TP 5 divides the 40 heads but splits gate/up outputs into 2764.8 columns
+    assert "marlin_min_thread_n" in ids("TheBloke/Llama-2-13B-chat-GPTQ", gpu="A100", tp=5, gpus=5)
+    assert "marlin_min_thread_n" not in ids("TheBloke/Llama-2-13B-chat-GPTQ", gpu="A100", tp=4)
+
+
+def test_compressed_tensors_scheme_capability() -> None:
+    # FP8 W8A8 needs SM 8.9, falls back to W8A16 Marlin from SM 7.5; below that the scheme fails
+    model = "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic"
+    assert "quant_scheme_capability" in ids(model, gpu="V100", tp=8)
+    assert "quant_scheme_capability" not in ids(model, gpu="T4", tp=8)
+
+
+def test_low_kv_concurrency_warning() -> None:
+    model = "meta-llama/Llama-3.1-70B-Instruct"
+    assert "low_kv_concurrency" in ids(model, tp=2, gpus=2, max_model_len=16384)
+    assert "low_kv_concurrency" not in ids(model, tp=2, gpus=2, max_model_len=4096)
