@@ -1,0 +1,63 @@
+"""``hangar support MODEL``: per engine, native / Transformers backend / unsupported, and what to do."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+def _mark(value: bool | None) -> str:
+    return "?" if value is None else ("yes" if value else "no")
+
+
+@click.command("support")
+@click.argument("model")
+@click.option(
+    "--engine",
+    "engine_names",
+    multiple=True,
+    metavar="NAME",
+    help="Check only this engine (repeatable; default: every registered engine).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
+    """Can each engine run MODEL (a directory, catalog id or hub id), and if not: method A or B."""
+    from hangar.engines.support import support as check
+
+    report = check(model, list(engine_names) or None)
+    if as_json:
+        click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    parsers = ", ".join(f"{k}={v}" for k, v in report.recommended_parsers.items()) or "none named"
+    con.print(
+        f"[bold]{report.model}[/]  {', '.join(report.architectures)} (model_type {report.model_type})"
+    )
+    con.print(
+        f"card: {report.card or 'not found'}; parsers: {parsers}"
+        + (f"; images: {', '.join(report.images)}" if report.images else "")
+    )
+    if not report.engines:
+        con.print("no engines registered: hangar engines add stable --vllm VERSION")
+        return
+    table = Table("engine", "vLLM", "architecture", "model_type known", "parsers", "path")
+    for row in report.engines:
+        parser_text = ", ".join(f"{p.name}:{_mark(p.present)}" for p in row.parsers.values()) or "-"
+        arch = row.architecture_supported or ("no" if row.architecture_supported is False else "?")
+        table.add_row(
+            row.engine,
+            row.vllm_version or "?",
+            str(arch),
+            _mark(row.model_type_known),
+            parser_text,
+            row.recommendation,
+        )
+    con.print(table)
+    for row in report.engines:
+        con.print(f"[bold]{row.engine}[/]: {row.recommendation}: {row.reason}", soft_wrap=True)
+        if row.next_step:
+            con.print(f"    next: {row.next_step}", soft_wrap=True)

@@ -1,0 +1,186 @@
+"""The engine registry: ``<config>/engines.toml`` plus an optional ``./hangar-engines.toml``.
+
+The user file is the single switch point: a managed engine's active venv is
+whatever its entry names, and every change is one atomic rewrite of that file
+(``hangar.paths.atomic_write_text``), so a kill leaves either the old or the new
+entry, never a mix. The project-local file may add entries (read-only for
+Hangar); on a name clash the project entry wins, because it sits next to the
+deployment files that name it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from hangar import paths
+from hangar.engines.errors import EngineNotFound, ProjectEngineReadOnly
+from hangar.engines.model import Engine, HistoryEntry
+from hangar.engines.tomlio import dumps, read_toml
+from hangar.errors import InputError
+
+SCHEMA_VERSION = 1
+PROJECT_FILE = "hangar-engines.toml"
+
+
+def registry_path() -> Path:
+    return paths.config_dir() / "engines.toml"
+
+
+def project_path(cwd: Path | None = None) -> Path:
+    return (cwd or Path.cwd()) / PROJECT_FILE
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Registry:
+    """Engines by name plus the evaluation history; a value loaded from disk."""
+
+    def __init__(
+        self,
+        engines: dict[str, Engine],
+        history: list[HistoryEntry],
+        project: dict[str, Engine] | None = None,
+    ) -> None:
+        self.engines = engines
+        self.history = history
+        self.project = project or {}
+
+    def get(self, name: str) -> Engine:
+        engine = self.project.get(name) or self.engines.get(name)
+        if engine is None:
+            raise EngineNotFound(name, sorted(self.all()))
+        return engine
+
+    def all(self) -> dict[str, Engine]:
+        return {**self.engines, **self.project}
+
+    def writable(self, name: str) -> Engine:
+        """The user-file entry ``name``; refuses entries defined by the project file."""
+        if name in self.project:
+            raise ProjectEngineReadOnly(name, self.project[name].defined_in or PROJECT_FILE)
+        if name not in self.engines:
+            raise EngineNotFound(name, sorted(self.all()))
+        return self.engines[name]
+
+    def history_for(self, name: str) -> list[HistoryEntry]:
+        return [h for h in self.history if h.engine == name]
+
+    def to_toml(self) -> str:
+        engines = {
+            n: e.model_dump(mode="json", exclude_none=True) for n, e in sorted(self.engines.items())
+        }
+        history = [h.model_dump(mode="json", exclude_none=True) for h in self.history]
+        return dumps({"schema_version": SCHEMA_VERSION, "engines": engines, "history": history})
+
+
+def _engines_from(data: dict[str, Any], source: Path) -> dict[str, Engine]:
+    out: dict[str, Engine] = {}
+    for name, raw in (data.get("engines") or {}).items():
+        try:
+            engine = Engine.model_validate({"name": name, **raw})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in (name, *err["loc"]))
+            raise InputError(
+                err["msg"],
+                source=str(source),
+                field=f"engines.{field}",
+                hint=f"fix the entry in {source}",
+            ) from exc
+        out[name] = engine.model_copy(update={"defined_in": str(source)})
+    return out
+
+
+def _check_schema(data: dict[str, Any], source: Path) -> None:
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise InputError(
+            f"schema_version {version!r} is not supported (expected {SCHEMA_VERSION})",
+            source=str(source),
+            field="schema_version",
+            hint="upgrade Hangar or restore the file from a backup",
+        )
+
+
+def _history_from(data: dict[str, Any], source: Path) -> list[HistoryEntry]:
+    try:
+        return [HistoryEntry.model_validate(item) for item in data.get("history") or []]
+    except ValidationError as exc:
+        raise InputError(
+            str(exc.errors()[0]["msg"]),
+            source=str(source),
+            field="history",
+            hint=f"fix or remove the [[history]] entry in {source}",
+        ) from exc
+
+
+def load(cwd: Path | None = None) -> Registry:
+    """Read the user registry and the project file (both optional)."""
+    user = registry_path()
+    data = read_toml(user) if user.exists() else {}
+    _check_schema(data, user)
+    project_file = project_path(cwd)
+    project: dict[str, Engine] = {}
+    if project_file.exists():
+        pdata = read_toml(project_file)
+        _check_schema(pdata, project_file)
+        project = _engines_from(pdata, project_file)
+    return Registry(_engines_from(data, user), _history_from(data, user), project)
+
+
+def save(registry: Registry) -> None:
+    """Atomically replace the user registry: this write is the switch point."""
+    paths.atomic_write_text(registry_path(), registry.to_toml())
+
+
+_held = {"depth": 0}
+
+
+@contextmanager
+def locked() -> Iterator[None]:
+    """Serialize registry writers across processes; the kernel drops the lock on a kill.
+
+    Re-entrant within one process (flock on a second descriptor would block on ourselves).
+    """
+    if _held["depth"]:
+        _held["depth"] += 1
+        try:
+            yield
+        finally:
+            _held["depth"] -= 1
+        return
+    lock_file = paths.config_dir() / ".engines.lock"
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _held["depth"] = 1
+        yield
+    finally:
+        _held["depth"] = 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def update(mutate: Callable[[Registry], None], cwd: Path | None = None) -> Registry:
+    """Load under the lock, apply ``mutate(registry)`` and save; returns the new registry."""
+    with locked():
+        registry = load(cwd)
+        mutate(registry)
+        save(registry)
+        return registry
+
+
+def record(entry: HistoryEntry) -> None:
+    """Append one history entry (its own atomic write)."""
+    update(lambda reg: reg.history.append(entry))

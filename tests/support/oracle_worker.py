@@ -1,0 +1,137 @@
+"""Runs INSIDE the vLLM venv: vLLM's own front-end config validation as an oracle.
+
+Protocol (JSON lines): after importing vLLM it writes ``{"ready": true, ...}``;
+then for each line ``{"id": ..., "model": DIR, "args": {EngineArgs field: value}}``
+read on stdin it writes one result line:
+``{"id", "ok", "error_type", "wrapper", "loc", "message", "detail", "resolved", "seconds"}``.
+
+``EngineArgs(...).create_engine_config()`` runs the checks vLLM's API server runs
+before any engine process starts (ModelConfig/ParallelConfig/CacheConfig/VllmConfig
+validators and arg_utils' own raises), without weights, tokenizer or GPU.
+Library log lines go to stderr; stdout carries only the protocol.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+
+
+def _protocol_stream() -> TextIO:
+    """Keep the real stdout for results; send fd 1 (prints, loggers) to stderr."""
+    out = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return out
+
+
+def _describe(exc: BaseException) -> dict[str, Any]:
+    """Unwrap pydantic's ValidationError to the exception vLLM's validator raised."""
+    wrapper, loc, inner, message = None, None, type(exc).__name__, str(exc)
+    errors = getattr(exc, "errors", None)
+    if type(exc).__name__ == "ValidationError" and callable(errors):
+        first = errors()[0]
+        wrapper = f"ValidationError[{getattr(exc, 'title', '')}]"
+        loc = ".".join(str(part) for part in first.get("loc", ()))
+        cause = first.get("ctx", {}).get("error")
+        if isinstance(cause, BaseException):
+            inner, message = type(cause).__name__, str(cause)
+        else:
+            inner, message = str(first.get("type")), str(first.get("msg"))
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    return {
+        "error_type": inner,
+        "wrapper": wrapper,
+        "loc": loc or None,
+        "message": lines[0] if lines else "",
+        "detail": message[:4000],
+    }
+
+
+def _resolved(config: Any) -> dict[str, Any]:
+    model, parallel, cache = config.model_config, config.parallel_config, config.cache_config
+    text = getattr(model, "hf_text_config", None)
+    return {
+        "architecture": getattr(model, "architecture", None),
+        "model_type": getattr(text, "model_type", None),
+        "max_model_len": model.max_model_len,
+        "dtype": str(model.dtype).removeprefix("torch."),
+        "quantization": model.quantization,
+        "kv_cache_dtype": cache.cache_dtype,
+        "world_size": parallel.world_size,
+        "enable_expert_parallel": parallel.enable_expert_parallel,
+        "num_attention_heads": _safe(lambda: model.get_total_num_attention_heads()),
+        "num_kv_heads": _safe(lambda: model.get_total_num_kv_heads()),
+        "num_layers": _safe(lambda: model.get_total_num_hidden_layers()),
+        "head_size": _safe(lambda: model.get_head_size()),
+        "is_moe": _safe(lambda: model.is_moe),
+    }
+
+
+def _safe(getter: Any) -> Any:
+    try:
+        value = getter()
+    except Exception:
+        return None
+    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
+
+
+def _check(engine_args_cls: Any, fields: set[str], case: dict[str, Any]) -> dict[str, Any]:
+    args = dict(case.get("args") or {})
+    unknown = sorted(set(args) - fields)
+    if unknown:
+        return {"ok": False, "harness_error": f"unknown EngineArgs fields: {unknown}"}
+    args.setdefault("skip_tokenizer_init", True)
+    try:
+        config = engine_args_cls(model=case["model"], **args).create_engine_config()
+    except Exception as exc:  # the oracle's answer, not a crash: report it
+        return {"ok": False, **_describe(exc)}
+    return {"ok": True, "resolved": _resolved(config)}
+
+
+def _inspect_models_in_process() -> None:
+    """Inspect model classes in this process instead of a fresh interpreter per architecture.
+
+    vllm/model_executor/models/registry.py `_run_in_subprocess` re-imports vLLM (~15 s)
+    for every new architecture so that CUDA is never initialised in the API server;
+    on the CPU build there is no CUDA, and the returned `_ModelInfo` is the same.
+    """
+    from vllm.model_executor.models import registry
+
+    def run_here(fn: Any) -> Any:
+        return fn()
+
+    registry._run_in_subprocess = run_here
+
+
+def main() -> int:
+    out = _protocol_stream()
+    started = time.monotonic()
+    import vllm
+    from vllm.engine.arg_utils import EngineArgs
+
+    _inspect_models_in_process()
+    fields = {field.name for field in dataclasses.fields(EngineArgs)}
+    ready = {"ready": True, "vllm_version": vllm.__version__}
+    out.write(json.dumps(dict(ready, import_seconds=round(time.monotonic() - started, 2))) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        case = json.loads(line)
+        began = time.monotonic()
+        result = _check(EngineArgs, fields, case)
+        result.update(id=case.get("id"), seconds=round(time.monotonic() - began, 4))
+        out.write(json.dumps(result, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
