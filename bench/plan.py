@@ -22,13 +22,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from hangar.hardware import lookup  # noqa: E402
-from hangar.hardware.spec import GpuSpec, Hardware  # noqa: E402
-from hangar.models.config import loaded_weight_bytes  # noqa: E402
-from hangar.models.sources import catalog_entry, catalog_folders, from_catalog  # noqa: E402
-from hangar.models.spec import ModelSpec, QuantSpec  # noqa: E402
-from hangar.planning import PlanRequest, plan  # noqa: E402
-from hangar.planning.memory import Layout  # noqa: E402
+from hangar.hardware import lookup
+from hangar.hardware.spec import GpuSpec, Hardware
+from hangar.models.config import loaded_weight_bytes
+from hangar.models.sources import catalog_entry, catalog_folders, from_catalog
+from hangar.models.spec import ModelSpec, QuantSpec
+from hangar.planning import PlanRequest, plan
 
 GIB = 2**30
 DEFAULT_CALIBRATION = ROOT.parent / "shared" / "calibration" / "vllm-startup-memory-281.json"
