@@ -1,0 +1,137 @@
+"""``hangar init``: write hangar.toml, asking with arrow-key prompts or taking flags.
+
+Every question has a flag; with all of them given (or --no-input, or no terminal)
+nothing is asked. The plan's recommended layout is proposed unless --tp is given.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hangar.cli.options import hardware_options
+
+
+def _interactive(no_input: bool) -> bool:
+    return not no_input and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _ask_select(message: str, choices: list[str], default: str | None) -> str:
+    try:
+        import questionary
+    except ImportError:  # plain prompt when the arrow-key prompts are not installed
+        return str(click.prompt(f"{message} ({', '.join(choices)})", default=default))
+    answer = questionary.select(message, choices=choices, default=default).ask()
+    if answer is None:
+        raise click.Abort()
+    return str(answer)
+
+
+def _ask_text(message: str, default: str | None = None) -> str:
+    try:
+        import questionary
+    except ImportError:
+        return str(click.prompt(message, default=default))
+    answer = questionary.text(message, default=default or "").ask()
+    if answer is None:
+        raise click.Abort()
+    return str(answer)
+
+
+def _gpu_choices() -> tuple[list[str], str | None]:
+    """Detected GPU kind first (if any), then the catalog; 'none' plans nothing."""
+    from hangar.errors import HangarError
+    from hangar.hardware import detect_local_gpus, from_nvml_name, list_gpus
+
+    ids = [g.id for g in list_gpus()]
+    try:
+        first = detect_local_gpus()[0]
+        detected = from_nvml_name(first.name, first.memory_total_bytes, first.compute_capability).id
+    except HangarError:
+        detected = None
+    ordered = ([detected] if detected else []) + [i for i in ids if i != detected] + ["none"]
+    return ordered, detected
+
+
+def _engine_choices() -> list[str]:
+    try:
+        from hangar.engines import registry
+    except ImportError:
+        return []
+    return sorted(registry.load().all())
+
+
+def _ask_missing(values: dict[str, Any]) -> dict[str, Any]:
+    if values["model"] is None:
+        values["model"] = _ask_text("Model (Hugging Face id or local directory):")
+    if values["gpu"] is None:
+        choices, detected = _gpu_choices()
+        picked = _ask_select("GPU kind:", choices, detected or "none")
+        values["gpu"] = None if picked == "none" else picked
+    if values["gpus"] is None and values["gpu"] is not None:
+        values["gpus"] = int(_ask_text("GPUs per node:", "1"))
+    if values["target"] is None:
+        values["target"] = _ask_select("Target:", ["local", "slurm", "container"], "local")
+    if values["engine"] is None:
+        engines = _engine_choices()
+        if engines:
+            values["engine"] = _ask_select("Engine:", engines, engines[0])
+        else:
+            values["engine"] = _ask_text("Engine (name or /path/to/venv/bin/python):", "default")
+    return values
+
+
+@click.command()
+@click.option("--model", help="Hugging Face id or local directory.")
+@hardware_options
+@click.option("--engine", help="Engine name (hangar engines list) or interpreter path.")
+@click.option("--target", type=click.Choice(["local", "slurm", "container"]), help="Where it runs.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Bind address.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option(
+    "--tp", type=click.IntRange(min=1), help="Tensor parallel size (default: the plan's pick)."
+)
+@click.option("--pp", type=click.IntRange(min=1), help="Pipeline parallel size.")
+@click.option("--max-model-len", type=click.IntRange(min=1))
+@click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True))
+@click.option("--tool-call-parser", help="Default: the catalog's parser for the model.")
+@click.option("--reasoning-parser", help="Default: the catalog's parser for the model.")
+@click.option("--served-name", help="Model name clients use (default: the model id).")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("hangar.toml"),
+    show_default=True,
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing file.")
+@click.option("--no-input", is_flag=True, help="Never prompt; missing answers take defaults.")
+@click.option(
+    "--schema", "schema", is_flag=True, help="Print the deployment file's JSON schema and exit."
+)
+def init(output: Path, force: bool, no_input: bool, schema: bool, **values: Any) -> int:
+    """Write a deployment file that hangar preflight / launch read."""
+    from hangar.deploy import json_schema, write_deployment
+    from hangar.deploy.init import Answers, build_deployment, propose
+    from hangar.errors import UsageError
+
+    if schema:
+        click.echo(json.dumps(json_schema(), indent=2))
+        return 0
+    if output.exists() and not force:
+        raise UsageError(f"{output} exists", hint="pass --force to overwrite, or -o OTHER.toml")
+    if _interactive(no_input):
+        values = _ask_missing(values)
+    if values["model"] is None:
+        raise UsageError(
+            "no model given", hint="hangar init --model ORG/NAME (or run it in a terminal)"
+        )
+    answers = Answers(**{k: v for k, v in values.items() if v is not None})
+    proposal = propose(build_deployment(answers), keep_layout=values["tp"] is not None)
+    write_deployment(proposal.deployment, output)
+    click.echo(f"{proposal.note}\nwrote {output}; next: hangar preflight {output}")
+    return 0

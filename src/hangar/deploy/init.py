@@ -1,0 +1,143 @@
+"""Build a deployment from answers (flags or the wizard) and the plan's recommendation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from hangar.deploy.schema import Deployment, Parallel
+from hangar.errors import HangarError
+
+
+class Answers(BaseModel):
+    """Everything `hangar init` asks; None means "not given" (default or recommendation)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    engine: str = "default"
+    gpu: str | None = None
+    gpus: int = 1
+    nodes: int = 1
+    target: str = "local"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    tp: int | None = None
+    pp: int | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
+    served_name: str | None = None
+
+
+def catalog_parsers(model: str) -> tuple[str | None, str | None]:
+    """Tool-call and reasoning parsers the embedded catalog records for ``model``."""
+    try:
+        from hangar.models.sources import catalog_entry, read_meta
+    except ImportError:
+        return None, None
+    folder = catalog_entry(model)
+    if folder is None:
+        return None, None
+    meta = read_meta(folder)
+    return meta.get("tool_call_parser"), meta.get("reasoning_parser")
+
+
+def build_deployment(a: Answers) -> Deployment:
+    tool, reasoning = catalog_parsers(a.model)
+    data: dict[str, Any] = {
+        "model": {"id": a.model, "served_name": a.served_name},
+        "engine": a.engine,
+        "resources": {"gpu": a.gpu, "gpus": a.gpus, "nodes": a.nodes},
+        "parallel": {"tensor": a.tp or 1, "pipeline": a.pp or 1},
+        "serve": {
+            "max_model_len": a.max_model_len,
+            "gpu_memory_utilization": a.gpu_memory_utilization,
+            "tool_call_parser": a.tool_call_parser or tool,
+            "reasoning_parser": a.reasoning_parser or reasoning,
+        },
+        "target": {"kind": a.target, "local": {"host": a.host, "port": a.port}},
+    }
+    return Deployment.model_validate(data)
+
+
+class Proposal(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    deployment: Deployment
+    note: str
+
+
+def propose(d: Deployment, *, keep_layout: bool) -> Proposal:
+    """The deployment with `hangar plan`'s recommended layout, unless the user chose one."""
+    if d.resources.gpu is None:
+        return Proposal(deployment=d, note="no GPU kind given: layout not planned")
+    from hangar.host.plan_bridge import plan_for
+
+    try:
+        result = plan_for(d, with_layout=keep_layout)
+    except HangarError as exc:
+        return Proposal(deployment=d, note=f"plan unavailable: {exc.message}")
+    best = result.recommended
+    if best is None:
+        return Proposal(
+            deployment=d, note="the plan found no layout that fits; check with hangar preflight"
+        )
+    if keep_layout:
+        return Proposal(
+            deployment=d, note=f"your layout tp={d.parallel.tensor} pp={d.parallel.pipeline} kept"
+        )
+    layout = Parallel(tensor=best.tp, pipeline=best.pp, data=best.dp, expert=best.ep)
+    return Proposal(
+        deployment=d.model_copy(update={"parallel": layout}),
+        note=f"plan recommends tp={best.tp} pp={best.pp} dp={best.dp}{' ep' if best.ep else ''}",
+    )
+
+
+def deployment_for_cli(target: str | None, overrides: dict[str, Any]) -> Deployment:
+    """`hangar preflight/launch [FILE | MODEL] [flags]`: a file (flags override it) or a model id."""
+    from pathlib import Path
+
+    from hangar.deploy.io import DEFAULT_FILE, deployment_from_data, load_deployment
+    from hangar.errors import UsageError
+
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if target is None and not Path(DEFAULT_FILE).is_file():
+        raise UsageError(f"no deployment file given and no ./{DEFAULT_FILE}", hint="hangar init")
+    path = Path(target or DEFAULT_FILE)
+    if path.is_file() or path.suffix == ".toml":
+        d = load_deployment(path)
+        return (
+            deployment_from_data(_merged(d, given), source=f"{path} + command-line flags")
+            if given
+            else d
+        )
+    return build_deployment(Answers(model=str(target), **given))
+
+
+_SECTION_OF = {
+    "gpu": ("resources", "gpu"),
+    "gpus": ("resources", "gpus"),
+    "nodes": ("resources", "nodes"),
+    "tp": ("parallel", "tensor"),
+    "pp": ("parallel", "pipeline"),
+    "max_model_len": ("serve", "max_model_len"),
+    "gpu_memory_utilization": ("serve", "gpu_memory_utilization"),
+    "tool_call_parser": ("serve", "tool_call_parser"),
+    "reasoning_parser": ("serve", "reasoning_parser"),
+}
+
+
+def _merged(d: Deployment, given: dict[str, Any]) -> dict[str, Any]:
+    data = d.model_dump(mode="json")
+    for key, value in given.items():
+        if key == "engine":
+            data["engine"] = value
+        elif key in ("host", "port"):
+            data["target"]["local"][key] = value
+        elif key in _SECTION_OF:
+            section, field = _SECTION_OF[key]
+            data[section][field] = value
+    return data

@@ -1,0 +1,193 @@
+"""Preflight: the plan's rule findings + host checks + the workarounds that will apply.
+
+``preflight(deployment)`` probes this host once (no GPU needed, well under a second
+without one) and returns a frozen report. Launch refuses when it holds an error.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from hangar.deploy.schema import Deployment
+from hangar.errors import HangarError
+from hangar.hardware.spec import GpuSpec
+from hangar.host import plan_bridge
+from hangar.host.checks import CheckInput, host_findings, relevant_env
+from hangar.host.engine import EngineFacts, probe_engine
+from hangar.host.findings import Finding, has_errors, sort_findings
+from hangar.host.probe import (
+    RELEVANT_ENV,
+    HostFacts,
+    find_nvcc,
+    in_wsl,
+    interfaces,
+    port_in_use,
+    probe_dir,
+    probe_nvidia,
+    probe_ulimits,
+    stale_temp_files,
+)
+from hangar.host.weights import WeightsFacts, probe_weights, read_config
+from hangar.workarounds import Applied, Facts, Workaround, applicable, apply, model_features
+
+
+class PreflightReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    findings: tuple[Finding, ...]
+    workarounds: tuple[Workaround, ...]
+    applied: Applied
+    engine: EngineFacts | None
+    host: HostFacts
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(list(self.findings))
+
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "error"]
+
+
+def lookup_gpu(name: str | None) -> GpuSpec | None:
+    if name is None:
+        return None
+    from hangar.hardware import lookup
+
+    return lookup(name)
+
+
+def probe_host(d: Deployment, engine: EngineFacts | None, env: Mapping[str, str]) -> HostFacts:
+    from hangar.launch.engine import engine_key
+    from hangar.launch.spec import engine_cache_dir, runs_root
+
+    local = d.target.local
+    tmp = Path(env.get("TMPDIR") or "/tmp")
+    return HostFacts(
+        ulimits=probe_ulimits(),
+        tmp=probe_dir(tmp),
+        run_root=probe_dir(runs_root()),
+        cache_root=probe_dir(engine_cache_dir(engine_key(d.engine))),
+        stale=stale_temp_files(tmp),
+        port_in_use=port_in_use(local.host, local.port),
+        wsl=in_wsl(),
+        nvcc=find_nvcc(env),
+        interfaces=interfaces(),
+        nvidia=probe_nvidia(env),
+        engine=engine,
+        env=relevant_env(env, d.env, RELEVANT_ENV),
+    )
+
+
+def _engine_facts(d: Deployment) -> tuple[EngineFacts | None, list[Finding]]:
+    from hangar.launch.engine import resolve_engine
+
+    try:
+        return probe_engine(resolve_engine(d.engine)), []
+    except HangarError as exc:
+        return None, [
+            Finding(
+                id="host.engine.unknown",
+                severity="error",
+                message=exc.message,
+                fix=exc.hint or "",
+                evidence=f"engine = {d.engine!r}",
+            )
+        ]
+
+
+def workaround_facts(
+    d: Deployment,
+    gpu: GpuSpec | None,
+    engine: EngineFacts | None,
+    host: HostFacts,
+    weights: WeightsFacts,
+) -> Facts:
+    config = read_config(weights)
+    return Facts(
+        gpu=gpu,
+        gpus=d.resources.gpus,
+        tp=d.parallel.tensor,
+        cuda=None if engine is None or engine.torch_version is None else not engine.cpu_build,
+        nvcc=host.nvcc is not None,
+        flashinfer_prebuilt=None if engine is None else engine.flashinfer_prebuilt,
+        wsl=host.wsl,
+        vllm_version=engine.vllm_version if engine else None,
+        model=model_features(config) if config is not None else None,
+        kv_cache_dtype=d.serve.kv_cache_dtype,
+    )
+
+
+def workaround_findings(workarounds: list[Workaround], applied: Applied) -> list[Finding]:
+    out = [
+        Finding(
+            id=f"workaround.{w.id}",
+            severity="info",
+            source="workaround",
+            message=f"applies workaround {w.id}: {w.title}",
+            evidence=" ".join([*(f"{k}={v}" for k, v in w.env.items()), *w.args]),
+            fix=w.upstream[0],
+        )
+        for w in workarounds
+    ]
+    out += [
+        Finding(
+            id=f"workaround.{o.workaround}.overridden",
+            severity="warning",
+            source="workaround",
+            message=f"your {o.kind} {o.name} ({o.user_value}) replaces workaround {o.workaround}'s {o.workaround_value}",
+            evidence=o.workaround_value,
+            fix=f"hangar workarounds show {o.workaround}   (why it exists)",
+        )
+        for o in applied.overrides
+    ]
+    return out
+
+
+def preflight(
+    d: Deployment,
+    *,
+    env: Mapping[str, str] | None = None,
+    other_runs_util: Mapping[str, float] | None = None,
+    with_plan: bool = True,
+) -> PreflightReport:
+    """All checks for deploying ``d`` on this host; never raises for a finding."""
+    started = time.perf_counter()
+    environ = dict(os.environ if env is None else env)
+    gpu = lookup_gpu(d.resources.gpu)
+    engine, findings = _engine_facts(d)
+    host = probe_host(d, engine, environ)
+    weights = probe_weights(d.model.id, {**environ, **d.env}, d.model.revision)
+    request = CheckInput(
+        host=d.target.local.host,
+        port=d.target.local.port,
+        gpus=d.resources.gpus,
+        nodes=d.resources.nodes,
+        tp=d.parallel.tensor,
+        gpu=gpu,
+        gpu_memory_utilization=d.serve.gpu_memory_utilization,
+        env=host.env,
+        other_runs_util=dict(other_runs_util or {}),
+        weights=weights,
+    )
+    findings += host_findings(host, request)
+    chosen = applicable(workaround_facts(d, gpu, engine, host, weights))
+    from hangar.launch.spec import serve_flags
+
+    applied = apply(chosen, d.env, serve_flags(d))
+    findings += workaround_findings(chosen, applied)
+    if with_plan:
+        findings += plan_bridge.plan_findings(d, engine.vllm_version if engine else None)
+    return PreflightReport(
+        findings=tuple(sort_findings(findings)),
+        workarounds=tuple(chosen),
+        applied=applied,
+        engine=engine,
+        host=host,
+        seconds=round(time.perf_counter() - started, 3),
+    )

@@ -1,0 +1,102 @@
+"""Status and cleanup of recorded runs (the library side of status / clean)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from hangar.launch import process
+from hangar.launch.local import deployment_record
+from hangar.launch.spec import runs_root
+from hangar.store import runs as store
+from hangar.store.db import connect
+
+
+class RunState(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run: store.RunRecord
+    alive: bool
+    pids: tuple[int, ...]
+
+
+def open_store() -> sqlite3.Connection:
+    conn = connect()
+    store.ensure_schema(conn)
+    return conn
+
+
+def refresh(conn: sqlite3.Connection) -> list[RunState]:
+    """Every run with its live processes; live runs whose processes are gone become 'exited'."""
+    states = []
+    for run in store.list_runs(conn):
+        pids = process.run_processes(run.id, run.pgid) if run.status in store.LIVE_STATUSES else []
+        if run.status in store.LIVE_STATUSES and not pids:
+            store.finish_run(conn, run.id, "exited", error="the server exited on its own")
+            deployment_record(run.id).unlink(missing_ok=True)
+            run = store.get_run(conn, run.id)
+        states.append(RunState(run=run, alive=bool(pids), pids=tuple(pids)))
+    return states
+
+
+class CleanItem(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    path: Path
+    run_id: str | None
+    why: str
+
+
+def clean_plan(conn: sqlite3.Connection, *, logs: bool = False) -> list[CleanItem]:
+    """What `hangar clean` removes: files of dead runs only (never a live run's)."""
+    states = refresh(conn)
+    live = {s.run.id for s in states if s.alive}
+    known = {s.run.id: s.run for s in states}
+    items: list[CleanItem] = []
+    root = runs_root()
+    for run_dir in sorted(root.iterdir()) if root.is_dir() else []:
+        run_id = run_dir.name
+        if run_id in live or not run_dir.is_dir():
+            continue
+        run = known.get(run_id)
+        if run is not None and run.status == "failed" and not logs:
+            items += [
+                CleanItem(
+                    path=p,
+                    run_id=run_id,
+                    why="failed run: temp files and sockets (log kept; --logs removes it)",
+                )
+                for p in sorted(run_dir.iterdir())
+                if p.name != "server.log"
+            ]
+        else:
+            items.append(
+                CleanItem(
+                    path=run_dir,
+                    run_id=run_id,
+                    why=f"run dir of a {run.status if run else 'unrecorded'} run",
+                )
+            )
+    records = deployment_record("x").parent
+    for rec in sorted(records.glob("*.toml")) if records.is_dir() else []:
+        if rec.stem not in live:
+            items.append(
+                CleanItem(path=rec, run_id=rec.stem, why="deployment record of a dead run")
+            )
+    return items
+
+
+def clean(
+    conn: sqlite3.Connection, *, dry_run: bool = False, logs: bool = False
+) -> list[CleanItem]:
+    items = clean_plan(conn, logs=logs)
+    if not dry_run:
+        for item in items:
+            if item.path.is_dir() and not item.path.is_symlink():
+                shutil.rmtree(item.path, ignore_errors=True)
+            else:
+                item.path.unlink(missing_ok=True)
+    return items
