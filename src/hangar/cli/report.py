@@ -1,0 +1,29 @@
+"""``hangar report RUN… -o report.html``: one self-contained HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("report")
+@click.argument("refs", nargs=-1, required=True)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="Where to write the HTML file.",
+)
+def report(refs: tuple[str, ...], output: Path) -> int:
+    """Write an HTML report (charts, suite results, comparison) for stored evals."""
+    from hangar.evaluation import render_html
+    from hangar.paths import atomic_write_text
+    from hangar.store.evals import load_eval
+
+    results = [load_eval(ref) for ref in refs]
+    atomic_write_text(output, render_html(results))
+    click.echo(f"wrote {output} ({len(results)} run(s))")
+    return 0

@@ -1,0 +1,1 @@
+"""One module per functional suite; each exposes ``async def run(ctx) -> SuiteResult``."""

@@ -1,0 +1,237 @@
+"""Resolve ``hangar eval TARGET`` into a server address plus what is known about it.
+
+TARGET is one of:
+* a base URL (``http://host:port`` or ``http://host:port/v1``);
+* a deployment file (``hangar.toml``). Keys read, all optional, all under ``[serve]``:
+  ``host`` (0.0.0.0/:: mean 127.0.0.1), ``port`` (default 8000), ``tool_call_parser``,
+  ``reasoning_parser``, ``model``, ``args`` (list of extra vLLM flags), ``env`` (table),
+  ``log`` (path of the server log); plus ``[model] id`` as a fallback for the model;
+* a run id written by ``hangar launch`` into the store's ``runs`` table
+  (columns ``id, base_url, log_path, deployment_json``).
+
+The API key is never stored: it comes from ``--api-key``, ``HANGAR_API_KEY`` or
+``OPENAI_API_KEY`` and lives only in a ``SecretStr``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from hangar.errors import InputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+_URL = re.compile(r"^https?://", re.IGNORECASE)
+_WILDCARD_HOSTS = {"0.0.0.0", "::", "[::]", ""}
+
+
+class Target(BaseModel):
+    """A server to evaluate and the deployment facts known about it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    spec: str
+    root_url: str  # scheme://host:port (+ path prefix), without /v1
+    api_key: SecretStr | None = None
+    run_id: str | None = None
+    deployment_file: str | None = None
+    log_path: Path | None = None
+    model: str | None = None
+    tool_call_parser: str | None = None
+    reasoning_parser: str | None = None
+    flags: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    workarounds: list[str] = Field(default_factory=list)
+    gpus: list[str] = Field(default_factory=list)
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+
+def api_key_from_env(explicit: str | None) -> SecretStr | None:
+    value = explicit or os.environ.get("HANGAR_API_KEY") or os.environ.get("OPENAI_API_KEY")
+    return SecretStr(value) if value else None
+
+
+def normalize_url(url: str) -> str:
+    """``http://h:p/v1/`` -> ``http://h:p`` (the SDK adds /v1 back; /version lives at root)."""
+    root = url.strip().rstrip("/")
+    return root.removesuffix("/v1")
+
+
+def resolve_target(
+    spec: str,
+    *,
+    api_key: str | None = None,
+    tool_call_parser: str | None = None,
+    reasoning_parser: str | None = None,
+    log_path: Path | None = None,
+    db_path: Path | None = None,
+) -> Target:
+    """Turn TARGET into a :class:`Target`; explicit options override the deployment."""
+    base = _resolve_base(spec, db_path)
+    overrides: dict[str, Any] = {"api_key": api_key_from_env(api_key)}
+    if tool_call_parser:
+        overrides["tool_call_parser"] = tool_call_parser
+    if reasoning_parser:
+        overrides["reasoning_parser"] = reasoning_parser
+    if log_path:
+        overrides["log_path"] = log_path
+    return base.model_copy(update=overrides)
+
+
+def _resolve_base(spec: str, db_path: Path | None) -> Target:
+    if _URL.match(spec):
+        return Target(spec=spec, root_url=normalize_url(spec))
+    path = Path(spec)
+    if path.suffix == ".toml" or path.is_file():
+        return target_from_deployment_file(path)
+    return target_from_run(spec, db_path)
+
+
+def target_from_deployment_file(path: Path) -> Target:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError(
+            "deployment file not found",
+            source=str(path),
+            hint="pass a base URL, a run id or an existing hangar.toml",
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"not valid TOML ({exc})", source=str(path)) from exc
+    serve = _table(data.get("serve"), path, "serve")
+    host = str(serve.get("host", "127.0.0.1"))
+    host = "127.0.0.1" if host in _WILDCARD_HOSTS else host
+    port = serve.get("port", 8000)
+    if not isinstance(port, int):
+        raise InputError("must be an integer", source=str(path), field="serve.port")
+    log = serve.get("log")
+    return Target(
+        spec=str(path),
+        root_url=f"http://{host}:{port}",
+        deployment_file=str(path),
+        log_path=Path(str(log)) if log else None,
+        model=_str_or_none(serve.get("model"))
+        or _str_or_none(_table(data.get("model"), path, "model").get("id")),
+        tool_call_parser=_str_or_none(serve.get("tool_call_parser")),
+        reasoning_parser=_str_or_none(serve.get("reasoning_parser")),
+        flags=[str(arg) for arg in serve.get("args", []) if isinstance(arg, (str, int, float))],
+        env={str(k): str(v) for k, v in _table(serve.get("env"), path, "serve.env").items()},
+    )
+
+
+def target_from_run(run_id: str, db_path: Path | None) -> Target:
+    row = _run_row(run_id, db_path)
+    if row is None:
+        raise InputError(
+            f"'{run_id}' is not a URL, not a deployment file, and the run id is unknown",
+            hint="pass http://HOST:PORT, a hangar.toml, or a run id from `hangar launch`",
+        )
+    deployment = _json_object(row["deployment_json"])
+    facts = deployment_facts(deployment)
+    return Target(
+        spec=run_id,
+        root_url=normalize_url(str(row["base_url"])),
+        run_id=run_id,
+        log_path=Path(row["log_path"]) if row["log_path"] else None,
+        **facts,
+    )
+
+
+def _run_row(run_id: str, db_path: Path | None) -> sqlite3.Row | None:
+    from hangar.store.db import connect
+
+    conn = connect(db_path)
+    try:
+        row: sqlite3.Row | None = conn.execute(
+            "SELECT id, base_url, log_path, deployment_json FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
+    except sqlite3.OperationalError:  # no runs table yet: nothing was launched
+        return None
+    finally:
+        conn.close()
+    return row
+
+
+def deployment_facts(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    """Pull parsers, flags, env, workarounds and GPUs out of a launch's deployment JSON.
+
+    The launch record's exact schema belongs to ``hangar launch``; read defensively:
+    top-level keys or a ``serve`` sub-object, and parser flags inside an argv list.
+    """
+    serve = deployment.get("serve")
+    merged: dict[str, Any] = {**deployment, **(serve if isinstance(serve, Mapping) else {})}
+    argv = [str(a) for a in _first_list(merged, ("argv", "args", "flags", "command"))]
+    facts: dict[str, Any] = {
+        "model": _str_or_none(merged.get("model")),
+        "tool_call_parser": _str_or_none(merged.get("tool_call_parser"))
+        or _flag(argv, "--tool-call-parser"),
+        "reasoning_parser": _str_or_none(merged.get("reasoning_parser"))
+        or _flag(argv, "--reasoning-parser"),
+        "flags": argv,
+        "env": {str(k): str(v) for k, v in (merged.get("env") or {}).items()}
+        if isinstance(merged.get("env"), Mapping)
+        else {},
+        "workarounds": [
+            str(w if not isinstance(w, Mapping) else w.get("id", w))
+            for w in merged.get("workarounds") or []
+        ],
+        "gpus": [str(g) for g in _as_list(merged.get("gpus"))],
+    }
+    return facts
+
+
+def _flag(argv: Sequence[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _first_list(data: Mapping[str, Any], keys: Sequence[str]) -> list[Any]:
+    for key in keys:
+        if isinstance(data.get(key), list):
+            return list(data[key])
+    return []
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _json_object(text: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(text) if text else {}
+    except (TypeError, json.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _table(value: Any, path: Path, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError("must be a table", source=str(path), field=name)
+    return value
+
+
+def _str_or_none(value: Any) -> str | None:
+    return str(value) if value not in (None, "") else None

@@ -1,0 +1,77 @@
+"""TARGET resolution: URL, deployment file, run id from the launch table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hangar.errors import InputError
+from hangar.evaluation.target import resolve_target
+from hangar.store.db import connect
+
+
+def test_url_is_normalised_and_key_comes_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HANGAR_API_KEY", "sk-secret")
+    target = resolve_target("http://127.0.0.1:8000/v1/")
+    assert target.root_url == "http://127.0.0.1:8000"
+    assert target.openai_base_url == "http://127.0.0.1:8000/v1"
+    assert target.api_key is not None and "sk-secret" not in repr(target)
+
+
+def test_deployment_file(tmp_path: Path) -> None:
+    path = tmp_path / "hangar.toml"
+    path.write_text(
+        '[model]\nid = "Qwen/Qwen3-8B"\n[serve]\nhost = "0.0.0.0"\nport = 9001\n'
+        'tool_call_parser = "hermes"\nreasoning_parser = "qwen3"\nargs = ["--enforce-eager"]\n'
+        "[serve.env]\nVLLM_CPU_KVCACHE_SPACE = 1\n"
+    )
+    target = resolve_target(str(path))
+    assert target.root_url == "http://127.0.0.1:9001"
+    assert (target.tool_call_parser, target.reasoning_parser, target.model) == (
+        "hermes",
+        "qwen3",
+        "Qwen/Qwen3-8B",
+    )
+    assert target.flags == ["--enforce-eager"] and target.env == {"VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
+def test_deployment_file_errors_name_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "hangar.toml"
+    path.write_text('[serve]\nport = "eighty"\n')
+    with pytest.raises(InputError, match="field 'serve.port'"):
+        resolve_target(str(path))
+
+
+def test_run_id_from_the_launch_table(hangar_home: Path) -> None:
+    conn = connect()
+    conn.execute(
+        "CREATE TABLE runs (id TEXT PRIMARY KEY, base_url TEXT, log_path TEXT, deployment_json TEXT)"
+    )
+    deployment = {
+        "model": "m",
+        "argv": ["vllm", "serve", "m", "--tool-call-parser", "hermes"],
+        "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
+        "gpus": ["H100"],
+        "workarounds": [{"id": "w1"}],
+    }
+    conn.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, ?)",
+        ("run-1", "http://127.0.0.1:8100", "/tmp/x.log", json.dumps(deployment)),
+    )
+    conn.commit()
+    conn.close()
+    target = resolve_target("run-1", reasoning_parser="qwen3")
+    assert target.root_url == "http://127.0.0.1:8100" and target.run_id == "run-1"
+    assert (target.tool_call_parser, target.reasoning_parser) == ("hermes", "qwen3")
+    assert (
+        target.gpus == ["H100"]
+        and target.workarounds == ["w1"]
+        and target.log_path == Path("/tmp/x.log")
+    )
+
+
+def test_unknown_run_id() -> None:
+    with pytest.raises(InputError, match="run id is unknown"):
+        resolve_target("run-nope")
