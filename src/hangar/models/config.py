@@ -17,7 +17,8 @@ from hangar.models.spec import MambaSpec, MlaSpec, ModelSpec, MoeSpec, VisionSpe
 
 Config = Mapping[str, Any]
 
-# vllm/transformers_utils/config.py CONFIG_FIELD_ALIASES["total_num_kv_heads"] (0.33), in order.
+# vllm/transformers_utils/config.py:56 CONFIG_FIELD_ALIASES["total_num_kv_heads"] (0.33), in order;
+# vLLM falls back to num_attention_heads.
 KV_HEAD_ALIASES = (
     "n_head_kv",
     "num_kv_heads",
@@ -25,7 +26,9 @@ KV_HEAD_ALIASES = (
     "multi_query_group_num",
     "num_attention_groups",
 )
-# vllm/transformers_utils/model_arch_config_convertor.py: keys whose minimum is the derived length.
+# vllm/transformers_utils/model_arch_config_convertor.py:376 derive_max_model_len_and_key (0.33;
+# same list in 0.8.5-0.20 _get_and_verify_max_len): the minimum of these keys, except that a
+# truthy model_max_length then overrides it.
 MAX_LEN_KEYS = (
     "max_position_embeddings",
     "n_positions",
@@ -37,7 +40,11 @@ MAX_LEN_KEYS = (
     "max_seq_length",
     "seq_len",
 )
-# rope types whose max_position_embeddings is already the scaled length (vllm/config/model.py).
+# RoPE types whose factor vLLM does not apply to the derived length, because
+# max_position_embeddings is already the scaled length: vllm/config/model.py:2613
+# _get_and_verify_max_len (0.33). Every other type (linear, dynamic, default, mrope->default...)
+# multiplies by its `factor` when it has one. 0.20 excluded only su/longrope/llama3 and turned yarn
+# into original_max_position_embeddings x factor; 0.8.5-0.11 did that for the single rope_scaling.
 ROPE_TYPES_ALREADY_SCALED = frozenset(
     {
         "su",
@@ -46,24 +53,37 @@ ROPE_TYPES_ALREADY_SCALED = frozenset(
         "yarn",
         "deepseek_yarn",
         "deepseek_llama_scaling",
-        "mrope",
-        "default",
     }
 )
-# vLLM's is_deepseek_mla() model types (vllm/config/model.py).
+# vLLM 0.33 is_deepseek_mla() text-config model types, in order
+# (vllm/transformers_utils/model_arch_config_convertor.py:294; vLLM also requires kv_lora_rank,
+# or head_dim for compress-ratio models such as deepseek_v4).
 MLA_MODEL_TYPES = frozenset(
     {
+        "axk1",
         "deepseek_v2",
         "deepseek_v3",
         "deepseek_v32",
-        "deepseek_mtp",
-        "kimi_k2",
-        "kimi_vl",
-        "longcat_flash",
-        "glm_moe_dsa",
-        "pangu_ultra_moe",
-        "mistral_large_3",
         "deepseek_v4",
+        "deepseek_v41",
+        "dots3_note",
+        "deepseek_mtp",
+        "k3_dspark",
+        "glm5_next",
+        "glm5_next_text",
+        "glm_moe_dsa",
+        "glm4_moe_lite",
+        "glm4_moe_lite_mtp",
+        "kimi_k2",
+        "kimi_linear",
+        "longcat_flash",
+        "pangu_ultra_moe",
+        "pangu_ultra_moe_mtp",
+        "bailing_hybrid",
+        "bailing_hybrid_mtp",
+        "bailing_hybrid_v3_mtp",
+        "hy_v4",
+        "hy_v4_mtp",
     }
 )
 NON_GATED_MLP = frozenset(

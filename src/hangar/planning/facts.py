@@ -20,9 +20,11 @@ from hangar.planning.request import PlanRequest
 from hangar.planning.versions import in_range, parse_version
 
 GIB = 2**30
-# vllm/config/model.py _FLOAT16_NOT_SUPPORTED_MODELS (0.11-0.33)
+# vllm/config/model.py:2398 _FLOAT16_NOT_SUPPORTED_MODELS (0.33; 0.11 and 0.20 also list plamo2,
+# 0.8.5 has no such list). vLLM checks the top-level config.model_type.
 FP16_REFUSED = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
-# vllm/config/cache.py CacheDType (0.33)
+# vllm/config/cache.py:44 CacheDType (0.33, in order; KV_CACHE_DTYPES = list(get_args(CacheDType))).
+# Other versions' lists live in rules.yaml kv_cache_dtype_invalid.
 KV_CACHE_DTYPES = (
     "auto",
     "float16",
@@ -47,25 +49,77 @@ KV_CACHE_DTYPES = (
     "nvfp4",
     "nvfp4_4over6",
 )
-# Architectures without SupportsPP in vLLM 0.33 (vllm/model_executor/models/*.py): encoder-only
-# and pooling models, and the few decoders that never implemented it.
+# Architectures registered in vLLM 0.33 (vllm/model_executor/models/registry.py, every table but
+# the speculative-decoding one) whose class does not inherit SupportsPP (AST over
+# vllm/model_executor/models/*.py); config/model.py:1574 rejects --pipeline-parallel-size > 1
+# for them. MambaForCausalLM / FalconMamba do support PP in 0.33.
 NO_PP_ARCHS = frozenset(
     {
-        "BertModel",
-        "RobertaModel",
-        "XLMRobertaModel",
+        "AliceAIForCausalLM",
+        "AriaForConditionalGeneration",
+        "BertForMaskedLM",
         "BertForSequenceClassification",
-        "RobertaForSequenceClassification",
-        "XLMRobertaForSequenceClassification",
-        "ModernBertModel",
-        "NomicBertModel",
+        "BertForTokenClassification",
+        "BertModel",
+        "BertSpladeSparseEmbeddingModel",
+        "BgeM3EmbeddingModel",
+        "CLIPModel",
+        "CohereAsrForConditionalGeneration",
+        "ColBERTJinaRobertaModel",
+        "ColBERTLfm2Model",
+        "ColBERTModernBertModel",
+        "ColModernVBertForRetrieval",
+        "ColUltraVBertForRetrieval",
+        "D3ForSequenceClassification",
+        "DiffusionGemmaForBlockDiffusion",
+        "DomynEdgeForCausalLM",
+        "DoryForCausalLM",
+        "EmbeddingGemma2Model",
+        "FireRedASR2ForConditionalGeneration",
+        "FunASRForConditionalGeneration",
+        "GPT2ForSequenceClassification",
+        "Gemma3TextModel",
+        "Gemma3nForCausalLM",
+        "Gemma3nForConditionalGeneration",
         "GteModel",
+        "GteNewForSequenceClassification",
         "GteNewModel",
-        "BartForConditionalGeneration",
-        "MambaForCausalLM",
+        "HF_ColBERT",
+        "HrmTextForCausalLM",
+        "IQuestLoopCoderForCausalLM",
+        "Idefics3ForConditionalGeneration",
+        "JinaForRanking",
+        "Lfm2BidirectionalModel",
+        "LlamaBidirectionalForSequenceClassification",
+        "LlamaBidirectionalModel",
         "Mamba2ForCausalLM",
-        "FalconMambaForCausalLM",
+        "ModernBertForSequenceClassification",
+        "ModernBertForTokenClassification",
+        "ModernBertModel",
+        "ModernVBertModel",
+        "NemotronH_Nano_Omni_Reasoning_V3",
+        "NemotronH_Nano_VL_V2",
+        "NemotronH_Omni_Reasoning_V3",
+        "NemotronH_Super_Omni_Reasoning_V3",
+        "NemotronParseForConditionalGeneration",
+        "NomicBertModel",
+        "OpenAIPrivacyFilterForTokenClassification",
+        "PaddleOCRVLForConditionalGeneration",
+        "Phi4MMForCausalLM",
+        "RadioMBartPrefixForCausalLM",
+        "RobertaForMaskedLM",
+        "RobertaForSequenceClassification",
+        "RobertaForTokenClassification",
+        "RobertaModel",
+        "SiglipModel",
+        "SmolVLMForConditionalGeneration",
+        "Terratorch",
+        "VoyageQwen3BidirectionalEmbedModel",
         "WhisperForConditionalGeneration",
+        "XLMRobertaForSequenceClassification",
+        "XLMRobertaForTokenClassification",
+        "XLMRobertaModel",
+        "Zamba2ForCausalLM",
     }
 )
 

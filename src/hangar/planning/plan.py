@@ -95,20 +95,39 @@ class Plan(BaseModel):
 
 
 def default_utilization(version: tuple[int, int, int]) -> float:
-    # CacheConfig.gpu_memory_utilization: 0.9 up to 0.11, 0.92 from 0.20 (vllm/config/cache.py)
+    # CacheConfig.gpu_memory_utilization: 0.9 in 0.8.5 (config.py:1308) and 0.11 (config/cache.py:43),
+    # 0.92 in 0.20 (config/cache.py:66) and 0.33 (config/cache.py:215)
     return 0.92 if version >= (0, 20, 0) else 0.9
 
 
-def batch_defaults(hw: Hardware, max_model_len: int) -> tuple[int, int]:
-    """EngineArgs.get_batch_defaults for `vllm serve` (vllm/engine/arg_utils.py:2940)."""
+def batch_defaults(
+    hw: Hardware,
+    max_model_len: int,
+    version: tuple[int, int, int] = (0, 33, 0),
+    chunked_prefill: bool = True,
+) -> tuple[int, int]:
+    """`vllm serve` (OPENAI_API_SERVER) max_num_batched_tokens / max_num_seqs defaults.
+
+    0.33: EngineArgs.get_batch_defaults (vllm/engine/arg_utils.py:2940) + :3151; 0.20: :2179;
+    0.11: arg_utils.py:1605 (no 160 GiB tier; without chunked prefill the tokens default is
+    max_model_len itself); 0.8.5: arg_utils.py:1596 (no A100 exception, no clamps).
+    """
     gib = hw.gpu.memory_bytes / GIB
-    name = hw.gpu.name.upper()
-    if gib >= 160:
+    a100 = "A100" in hw.gpu.name.upper()
+    gb10 = hw.gpu.compute_capability == (12, 1)  # 0.33 keeps DGX Spark (SM 12.1) on the small tier
+    if version >= (0, 33, 0) and gib >= 160:
         tokens, seqs = 16384, 1024
-    elif gib >= 70 and "A100" not in name and "GB10" not in name:
+    elif gib >= 70 and (version < (0, 11, 0) or not a100) and not (version >= (0, 33, 0) and gb10):
         tokens, seqs = 8192, 1024
     else:
         tokens, seqs = 2048, 256
+    if version < (0, 11, 0):
+        return tokens, seqs
+    if version < (0, 20, 0):
+        tokens = tokens if chunked_prefill else max_model_len
+        return tokens, min(seqs, tokens)
+    if not chunked_prefill:
+        tokens = max(max_model_len, tokens)
     tokens = min(seqs * max_model_len, tokens)
     return tokens, min(seqs, tokens)
 
@@ -116,9 +135,7 @@ def batch_defaults(hw: Hardware, max_model_len: int) -> tuple[int, int]:
 def effective_settings(model: ModelSpec, hw: Hardware, request: PlanRequest) -> Settings:
     version = parse_version(request.vllm_version)
     length = request.max_model_len or model.default_max_len
-    tokens, seqs = batch_defaults(hw, length)
-    if not request.enable_chunked_prefill and request.max_num_batched_tokens is None:
-        tokens = max(length, tokens)
+    tokens, seqs = batch_defaults(hw, length, version, request.enable_chunked_prefill)
     prefix = request.enable_prefix_caching
     return Settings(
         max_model_len=length,
