@@ -62,8 +62,9 @@ def _findings(console: Console, lay: LayoutPlan, title: str) -> None:
     console.print(f"\n[bold]{title}[/bold]")
     for f in lay.findings:
         console.print(f"  [{_STYLE[f.severity]}]{f.severity:7}[/] {f.id} ({f.phase})", highlight=False)
-        console.print(f"          vLLM: {f.message}", highlight=False, soft_wrap=True)
-        console.print(f"          fix:  {f.fix}", highlight=False, soft_wrap=True)
+        who = "vLLM:  " if f.origin == "vllm" else "Hangar:"
+        console.print(f"          {who} {f.message}", highlight=False, soft_wrap=True)
+        console.print(f"          fix:    {f.fix}", highlight=False, soft_wrap=True)
 
 
 def render_plan(p: Plan, show_all: bool = False, console: Console | None = None) -> None:
@@ -84,4 +85,4 @@ def render_plan(p: Plan, show_all: bool = False, console: Console | None = None)
     if p.recommended is not None:
         out.print("\n[bold]Launch:[/bold] " + shlex.join(p.recommended.serve_args), highlight=False, soft_wrap=True)
     else:
-        out.print("\n[red]No layout of these GPUs can serve this model; see the findings above.[/red]")
+        out.print("\n[red]No layout of these GPUs can serve this model with these settings; apply a fix above.[/red]")

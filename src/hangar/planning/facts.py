@@ -236,8 +236,11 @@ def _quant_shape_facts(
     )
     out["quant_is_int4"] = is_int4
     if is_int4:
+        # Marlin checks the *merged* output of fused layers (sum of output_partition_sizes):
+        # qkv = (heads/TP + 2 x KV heads per GPU) x head_dim, gate_up = 2 x intermediate/TP
+        merged = {name: _merged_output(spec, tp, name, size) for name, size in cols.items()}
         out["marlin_bad_n"] = next(
-            (s for s in cols.values() if s and (not isinstance(s, int) or s % 64)), 0
+            (s for s in merged.values() if s and (not isinstance(s, int) or s % 64)), 0
         )
         out["marlin_bad_k"] = next(
             (s for s in rows.values() if s and (not isinstance(s, int) or s % 128)), 0
@@ -254,6 +257,12 @@ def _quant_shape_facts(
             (s for s in dense_rows.values() if s and (not isinstance(s, int) or s % bk)), 0
         )
     return out
+
+
+def _merged_output(spec: ModelSpec, tp: int, name: str, size: float) -> float:
+    if name == "self_attn.qkv_proj" and size:
+        return (spec.num_attention_heads // tp + 2 * max(1, spec.num_kv_heads // tp)) * spec.head_dim
+    return 2 * size if name in ("mlp.gate_up_proj", "experts.w13") else size
 
 
 def _quant_tp_choices(spec: ModelSpec, hw: Hardware) -> str:
@@ -373,13 +382,14 @@ def build_facts(
         "allow_long": request.allow_long_max_model_len,
         "model_dtype": spec.dtype,
         "dtype_req": request.dtype,
-        "fp16_refused": (spec.text_model_type or spec.model_type) in FP16_REFUSED
-        or spec.model_type in FP16_REFUSED,
+        # vLLM tests the top-level hf_config.model_type only (config/model.py)
+        "fp16_refused": spec.model_type in FP16_REFUSED,
         "kv_cache_dtype": request.kv_cache_dtype,
         "kv_dtype_valid": request.kv_cache_dtype in KV_CACHE_DTYPES,
         "kv_dtype_choices": "[" + ", ".join(KV_CACHE_DTYPES) + "]",
         "kv_is_fp8": request.kv_cache_dtype.startswith("fp8"),
         "has_mamba": spec.mamba is not None,
+        "enforce_eager": request.enforce_eager,
     }
     facts.update(settings)
     facts.update(_quant_facts(spec, request, version, cap))
@@ -397,11 +407,15 @@ def _moe_block_choices(spec: ModelSpec, hw: Hardware, facts: dict[str, Any]) -> 
     return ", ".join(str(s) for s in ok) or "none"
 
 
-def _gib(value: float) -> str:
+def _gib(value: float, version: tuple[int, int, int]) -> str:
+    """GiB as vLLM prints them: format_gib() = round(b / 2**30, 2) from 0.20, '%.2f' before."""
+    if version >= (0, 20, 0):
+        return str(round(value / GIB, 2))
     return f"{value / GIB:.2f}"
 
 
 def _memory_facts(m: MemoryResult, facts: dict[str, Any]) -> dict[str, Any]:
+    version = parse_version(str(facts["vllm_version"]))
     shards = 1
     while (
         shards <= 64 and m.weight_bytes_per_gpu * facts["world_size"] / shards > m.requested_bytes
@@ -409,13 +423,13 @@ def _memory_facts(m: MemoryResult, facts: dict[str, Any]) -> dict[str, Any]:
         shards *= 2
     return {
         "weight_bytes_per_gpu": m.weight_bytes_per_gpu,
-        "weights_gib": _gib(m.weight_bytes_per_gpu),
+        "weights_gib": _gib(m.weight_bytes_per_gpu, version),
         "requested_bytes": m.requested_bytes,
-        "requested_gib": _gib(m.requested_bytes),
+        "requested_gib": _gib(m.requested_bytes, version),
         "kv_available_bytes": m.kv_available_bytes,
-        "kv_available_gib": _gib(m.kv_available_bytes),
+        "kv_available_gib": _gib(m.kv_available_bytes, version),
         "kv_needed_bytes": m.kv_needed_bytes,
-        "kv_needed_gib": _gib(m.kv_needed_bytes),
+        "kv_needed_gib": _gib(m.kv_needed_bytes, version),
         "max_model_len_fit": m.max_model_len_fit,
         "max_concurrency": m.max_concurrency,
         "max_concurrency_text": f"{m.max_concurrency:.2f}",

@@ -140,7 +140,11 @@ def effective_settings(model: ModelSpec, hw: Hardware, request: PlanRequest) -> 
     return Settings(
         max_model_len=length,
         max_model_len_explicit=request.max_model_len is not None,
-        gpu_memory_utilization=request.gpu_memory_utilization or default_utilization(version),
+        gpu_memory_utilization=(
+            default_utilization(version)
+            if request.gpu_memory_utilization is None
+            else request.gpu_memory_utilization
+        ),
         max_num_batched_tokens=request.max_num_batched_tokens or tokens,
         max_num_seqs=request.max_num_seqs or seqs,
         kv_cache_dtype=request.kv_cache_dtype,

@@ -12,7 +12,8 @@ def layout_json(layout: LayoutPlan) -> dict[str, Any]:
     return {
         "tp": layout.tp, "pp": layout.pp, "dp": layout.dp, "ep": layout.ep, "valid": layout.valid,
         "findings": [
-            {"id": f.id, "severity": f.severity, "message": f.message, "fix": f.fix, "phase": f.phase}
+            {"id": f.id, "severity": f.severity, "message": f.message, "fix": f.fix,
+             "phase": f.phase, "origin": f.origin}
             for f in layout.findings
         ],
         "memory": {

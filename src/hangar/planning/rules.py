@@ -16,11 +16,16 @@ from hangar.planning.expr import Expression
 from hangar.planning.versions import in_range, parse_version
 
 Severity = Literal["error", "warning", "info"]
+HANGAR_PREFIX = "[Hangar] "
 Phase = Literal["frontend", "worker", "load", "profile"]
 
 
 class Finding(BaseModel):
-    """One rule's verdict for one layout, in vLLM's words, with the fix."""
+    """One rule's verdict for one layout, with the fix.
+
+    ``origin`` says whose words ``message`` is: "vllm" (byte-exact vLLM text for the chosen
+    version) or "hangar" (Hangar's explanation where vLLM says nothing useful, or nothing).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -30,6 +35,7 @@ class Finding(BaseModel):
     fix: str
     phase: Phase
     source: str
+    origin: Literal["vllm", "hangar"] = "vllm"
 
 
 class VersionedText(BaseModel):
@@ -79,6 +85,9 @@ class RuleSet:
             if text is None or not self._conditions[rule.id].evaluate(facts):
                 continue
             values = _Facts(facts)
+            origin: Literal["vllm", "hangar"] = "vllm"
+            if text.startswith(HANGAR_PREFIX):  # Hangar's own wording, marked in the data
+                origin, text = "hangar", text[len(HANGAR_PREFIX):]
             findings.append(
                 Finding(
                     id=rule.id,
@@ -87,6 +96,7 @@ class RuleSet:
                     source=rule.source,
                     message=text.format_map(values),
                     fix=rule.fix.format_map(values),
+                    origin=origin,
                 )
             )
         return findings
