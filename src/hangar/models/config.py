@@ -211,20 +211,25 @@ def derive_max_len(cfg: Config, full_cfg: Config) -> tuple[int, str, int, int | 
             continue
         if best is None or value < best[0]:
             best = (float(value), key)
-    mml = cfg.get("model_max_length") or full_cfg.get("model_max_length")
     if best is None:
         best = (2048, "default")  # vLLM warns and assumes 2048
-    derived = float(best[0])
-    key = best[1]
-    if model_type_of(full_cfg) != "gemma3":
+    derived, key = float(best[0]), best[1]
+    mml = cfg.get("model_max_length")
+    if isinstance(mml, (int, float)) and not isinstance(mml, bool) and mml:
+        derived, key = float(mml), "model_max_length"  # Command-R / Cohere override the minimum
+    # "gemma3" anywhere in the text model_type: its length is already scaled
+    if "gemma3" not in (model_type_of(cfg) or model_type_of(full_cfg)):
+        factor = 1.0  # vLLM keeps the *last* non-exempt factor (all layer types share one)
         for entry in _rope_entries(cfg):
             if _rope_type(entry) not in ROPE_TYPES_ALREADY_SCALED:
-                derived *= float(entry.get("factor") or 1.0)
+                factor = float(entry.get("factor") or factor)
+        derived *= factor
     default = int(derived)
     for entry in _rope_entries(cfg):
         if _rope_type(entry) in ("longrope", "su") and cfg.get("original_max_position_embeddings"):
             default = int(cfg["original_max_position_embeddings"])
-    mml_int = int(mml) if isinstance(mml, (int, float)) and not isinstance(mml, bool) else None
+    top_mml = mml or full_cfg.get("model_max_length")
+    mml_int = int(top_mml) if isinstance(top_mml, (int, float)) and not isinstance(top_mml, bool) else None
     return int(derived), key, default, mml_int
 
 
