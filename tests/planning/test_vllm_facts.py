@@ -163,6 +163,14 @@ VLLM_TEXTS: dict[tuple[str, str], str] = {
     **{("quant_unknown_method", v): (
         "Unknown quantization method: {quant_method}. Must be one of " + repr(QUANT_METHODS[v]) + ".")
         for v in VERSIONS},
+    # config/vllm.py _get_quantization_config (0.11: config/__init__.py:270)
+    **{("quant_dtype_unsupported", v): (
+        "{run_dtype_torch} is not supported for quantization method {quant_method}. "
+        "Supported dtypes: {quant_act_dtypes}") for v in ("0.11", "0.20", "0.33")},
+    # config/model.py:1480: ValueError(msg, method) prints as a tuple (also raised by 0.32.0)
+    ("quant_deprecated_method", "0.33"): (
+        "('The quantization method %s is deprecated and will be removed in future versions of "
+        "vLLM. To bypass, set `--allow-deprecated-quantization`.', '{quant_method}')"),
     # config/vllm.py _get_quantization_config
     **{("quant_min_capability", v): (
         "The quantization method {quant_method} is not supported for the current GPU. Minimum "

@@ -1,19 +1,28 @@
 """Runs INSIDE the vLLM venv: vLLM's own front-end config validation as an oracle.
 
 Protocol (JSON lines): after importing vLLM it writes ``{"ready": true, ...}``;
-then for each line ``{"id": ..., "model": DIR, "args": {EngineArgs field: value}}``
-read on stdin it writes one result line:
+then for each case line read on stdin it writes one result line
 ``{"id", "ok", "error_type", "wrapper", "loc", "message", "detail", "resolved", "seconds"}``.
+A case is either
+* ``{"id", "model": DIR, "args": {EngineArgs field: value}}``: ``EngineArgs(model=DIR,
+  **args).create_engine_config()``; or
+* ``{"id", "model": DIR, "serve_args": ["--tensor-parallel-size", "3", ...]}``: what
+  ``vllm serve DIR ...`` does before starting an engine: its argparse parser
+  (choices, types), ``validate_parsed_serve_args``, ``AsyncEngineArgs.from_cli_args``
+  and ``create_engine_config``. Argparse refusals come back as error_type
+  ``ArgumentError`` with argparse's message ("argument --dtype: invalid choice: ...").
 
-``EngineArgs(...).create_engine_config()`` runs the checks vLLM's API server runs
-before any engine process starts (ModelConfig/ParallelConfig/CacheConfig/VllmConfig
-validators and arg_utils' own raises), without weights, tokenizer or GPU.
+``create_engine_config()`` runs the checks vLLM's API server runs before any engine
+process starts (ModelConfig/ParallelConfig/CacheConfig/VllmConfig validators and
+arg_utils' own raises), without weights, tokenizer or GPU.
 Library log lines go to stderr; stdout carries only the protocol.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import os
 import sys
@@ -68,7 +77,7 @@ def _resolved(config: Any) -> dict[str, Any]:
         "kv_cache_dtype": cache.cache_dtype,
         "world_size": parallel.world_size,
         "enable_expert_parallel": parallel.enable_expert_parallel,
-        "num_attention_heads": _safe(lambda: model.get_total_num_attention_heads()),
+        "num_attention_heads": _safe(lambda: model.model_arch_config.total_num_attention_heads),
         "num_kv_heads": _safe(lambda: model.get_total_num_kv_heads()),
         "num_layers": _safe(lambda: model.get_total_num_hidden_layers()),
         "head_size": _safe(lambda: model.get_head_size()),
@@ -79,22 +88,75 @@ def _resolved(config: Any) -> dict[str, Any]:
 def _safe(getter: Any) -> Any:
     try:
         value = getter()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a fact this vLLM version cannot give is just absent
         return None
     return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
 
 
-def _check(engine_args_cls: Any, fields: set[str], case: dict[str, Any]) -> dict[str, Any]:
-    args = dict(case.get("args") or {})
-    unknown = sorted(set(args) - fields)
-    if unknown:
-        return {"ok": False, "harness_error": f"unknown EngineArgs fields: {unknown}"}
-    args.setdefault("skip_tokenizer_init", True)
-    try:
-        config = engine_args_cls(model=case["model"], **args).create_engine_config()
-    except Exception as exc:  # the oracle's answer, not a crash: report it
-        return {"ok": False, **_describe(exc)}
-    return {"ok": True, "resolved": _resolved(config)}
+class _Oracle:
+    def __init__(self) -> None:
+        from vllm.engine.arg_utils import EngineArgs
+
+        self.engine_args_cls = EngineArgs
+        self.fields = {field.name for field in dataclasses.fields(EngineArgs)}
+        self._parser: Any = None
+
+    def check(self, case: dict[str, Any]) -> dict[str, Any]:
+        if "serve_args" in case:
+            return self._check_serve(case["model"], [str(arg) for arg in case["serve_args"]])
+        return self._check_args(case["model"], dict(case.get("args") or {}))
+
+    def _check_args(self, model: str, args: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(args) - self.fields)
+        if unknown:
+            return {"ok": False, "harness_error": f"unknown EngineArgs fields: {unknown}"}
+        args.setdefault("skip_tokenizer_init", True)
+        try:
+            config = self.engine_args_cls(model=model, **args).create_engine_config()
+        except Exception as exc:  # noqa: BLE001 - vLLM's refusal is the oracle's answer
+            return {"ok": False, **_describe(exc)}
+        return {"ok": True, "resolved": _resolved(config)}
+
+    def _check_serve(self, model: str, argv: list[str]) -> dict[str, Any]:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.entrypoints.launchers.cli_args import validate_parsed_serve_args
+
+        errors = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(errors):
+                namespace = self.parser().parse_args(["--model", model, *argv])
+        except SystemExit:
+            return {"ok": False, **_argparse_error(errors.getvalue())}
+        try:
+            validate_parsed_serve_args(namespace)
+            engine_args = AsyncEngineArgs.from_cli_args(namespace)
+            engine_args.skip_tokenizer_init = True
+            config = engine_args.create_engine_config()
+        except Exception as exc:  # noqa: BLE001 - vLLM's refusal is the oracle's answer
+            return {"ok": False, **_describe(exc)}
+        return {"ok": True, "resolved": _resolved(config)}
+
+    def parser(self) -> Any:
+        """`vllm serve`'s own parser (vllm/entrypoints/cli/serve.py subparser_init)."""
+        if self._parser is None:
+            from vllm.entrypoints.launchers.cli_args import make_arg_parser
+            from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+            self._parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
+        return self._parser
+
+
+def _argparse_error(stderr: str) -> dict[str, Any]:
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    last = lines[-1] if lines else "argparse refused the arguments"
+    message = last.split(": error: ", 1)[-1]
+    return {
+        "error_type": "ArgumentError",
+        "wrapper": "SystemExit(2)",
+        "loc": None,
+        "message": message,
+        "detail": message,
+    }
 
 
 def _inspect_models_in_process() -> None:
@@ -116,10 +178,9 @@ def main() -> int:
     out = _protocol_stream()
     started = time.monotonic()
     import vllm
-    from vllm.engine.arg_utils import EngineArgs
 
     _inspect_models_in_process()
-    fields = {field.name for field in dataclasses.fields(EngineArgs)}
+    oracle = _Oracle()
     ready = {"ready": True, "vllm_version": vllm.__version__}
     out.write(json.dumps(dict(ready, import_seconds=round(time.monotonic() - started, 2))) + "\n")
     for line in sys.stdin:
@@ -127,7 +188,7 @@ def main() -> int:
             continue
         case = json.loads(line)
         began = time.monotonic()
-        result = _check(EngineArgs, fields, case)
+        result = oracle.check(case)
         result.update(id=case.get("id"), seconds=round(time.monotonic() - began, 4))
         out.write(json.dumps(result, default=str) + "\n")
     return 0

