@@ -86,24 +86,6 @@ MLA_MODEL_TYPES = frozenset(
         "hy_v4_mtp",
     }
 )
-NON_GATED_MLP = frozenset(
-    {
-        "gpt2",
-        "gpt_bigcode",
-        "opt",
-        "falcon",
-        "bert",
-        "roberta",
-        "xlm-roberta",
-        "gptj",
-        "gpt_neox",
-        "phi",
-        "bloom",
-        "mpt",
-        "starcoder2",
-        "nomic_bert",
-    }
-)
 POOLING_SUFFIXES = ("Model", "ForSequenceClassification", "ForEmbedding", "ForRewardModeling")
 
 
