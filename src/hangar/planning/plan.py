@@ -238,18 +238,34 @@ def _settings_facts(s: Settings, request: PlanRequest) -> dict[str, Any]:
     }
 
 
+HEALTHY_CONCURRENCY = 4  # max-length requests one engine should hold before DP is worth it
+
+
 def _rank_key(layout: LayoutPlan, hw: Hardware) -> tuple[Any, ...]:
-    """Fits first; then TP inside a node, fewest nodes per engine, no warnings; then the
-    smallest model-parallel group that still leaves a healthy KV cache (>= 8 concurrent
-    max-length requests), DP for the rest; then the most KV tokens."""
+    """Order valid layouts the way an experienced vLLM operator would pick one.
+
+    1. TP inside a node, then the fewest nodes per engine, then no warnings;
+    2. pipeline parallel only to span nodes (within a node TP has no pipeline bubbles);
+    3. the smallest model-parallel group (TP x PP) whose engine still holds
+       HEALTHY_CONCURRENCY max-length requests, DP replicas for the rest (throughput and no
+       cross-GPU all-reduce for small models); when no group is healthy, the most concurrency;
+    4. for MoE with DP, expert parallelism (vLLM's documented DP+EP deployment);
+    5. the most max-length requests the whole deployment holds.
+    """
     mp = layout.tp * layout.pp
-    healthy = layout.memory.max_concurrency >= 8
-    warnings = sum(1 for f in layout.findings if f.severity == "warning")
     nodes_per_engine = math.ceil(mp / hw.gpus_per_node)
+    warnings = sum(1 for f in layout.findings if f.severity == "warning")
+    concurrency = layout.memory.max_concurrency
+    healthy = concurrency >= HEALTHY_CONCURRENCY
     return (
-        layout.tp <= hw.gpus_per_node, -nodes_per_engine, warnings == 0, healthy,
-        -mp if healthy else layout.memory.max_concurrency, layout.pp == 1, not layout.ep,
-        layout.memory.kv_cache_tokens * layout.dp,
+        layout.tp <= hw.gpus_per_node,
+        -nodes_per_engine,
+        warnings == 0,
+        layout.pp <= nodes_per_engine,
+        healthy,
+        -mp if healthy else concurrency,
+        layout.ep == (layout.dp > 1),
+        concurrency * layout.dp,
     )
 
 
