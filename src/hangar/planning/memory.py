@@ -288,23 +288,35 @@ def kv_capacity(
     page = max([p * block_tokens for _, _, p in attn] + [p for _, _, p in mamba])
     bytes_per_block = group_size * page
     num_blocks = int(available // bytes_per_block)
-    blocks_per_request = 0
+    blocks_per_request, total_groups = 0, 0
     for kind, count, _ in groups:
         n_groups = math.ceil(count / group_size)
+        total_groups += n_groups
         if kind == "mamba":
             per = 2 if inputs.prefix_caching else 1
         else:
             per = math.ceil(_tokens_needed(spec, kind, inputs, layout) / block_tokens)
         blocks_per_request += n_groups * per
-    usable = max(0, num_blocks - 1)  # one null block
-    concurrency = usable / blocks_per_request if blocks_per_request else 0.0
+    # get_max_concurrency_for_kv_cache_config: num_blocks / blocks per request
+    concurrency = num_blocks / blocks_per_request if blocks_per_request else 0.0
     return {
         "num_blocks": num_blocks,
-        "tokens": int(concurrency * inputs.max_model_len),
+        "tokens": _logged_tokens(num_blocks, total_groups, block_tokens, concurrency, inputs),
         "concurrency": concurrency,
         "needed": blocks_per_request * bytes_per_block,
         "mamba_blocks": num_blocks if mamba else 0,
     }
+
+
+def _logged_tokens(
+    num_blocks: int, groups: int, block_tokens: int, concurrency: float, inputs: MemoryInputs
+) -> int:
+    """'GPU KV cache size: N tokens' as each version computes it (kv_cache_utils.py):
+    0.33 int(max_concurrency * max_model_len); 0.20 and before num_blocks // groups * block_size
+    (the same for uniform models, far apart for hybrid ones)."""
+    if inputs.vllm_version >= (0, 33, 0):
+        return int(concurrency * inputs.max_model_len)
+    return num_blocks // max(1, groups) * block_tokens
 
 
 def overhead_bytes(spec: ModelSpec, layout: Layout, inputs: MemoryInputs) -> int:
