@@ -271,19 +271,28 @@ def upgrade_command(
 
 
 def _report_users(name: str, users: list[str], restart: bool) -> None:
+    if restart:
+        _restart_live_runs(name)
     if not users:
         return
-    if restart:
-        # Restarting needs the launch backends (hangar stop / hangar launch); not wired yet.
-        click.echo(
-            "restart is not automated yet; restart these deployments with hangar stop/launch:"
-        )
-    else:
-        click.echo(
-            f"deployments using {name} keep running the old build until restarted (--restart):"
-        )
+    click.echo(f"deployment files using {name} start the new build at their next launch:")
     for user in users:
         click.echo(f"  {user}")
+
+
+def _restart_live_runs(name: str) -> None:
+    """--restart: stop and relaunch every live run on NAME (hangar launch's executor)."""
+    from hangar.launch.local import restart_runs_using
+
+    for result in restart_runs_using(
+        name, progress=lambda event, detail: click.echo(f"  {event}: {detail}")
+    ):
+        if result.new_run:
+            click.echo(f"restarted run {result.old_run} as {result.new_run} on the new build")
+        else:
+            click.echo(
+                f"run {result.old_run} was stopped but did not come back: {result.error}", err=True
+            )
 
 
 @engines.command("rollback")

@@ -273,3 +273,45 @@ def _remove_tmp(run_dir: Path) -> None:
     import shutil
 
     shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+
+
+class Restarted(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    old_run: str
+    new_run: str | None
+    error: str | None = None
+
+
+def live_runs_using(engine: str) -> list[store.RunRecord]:
+    """Live runs (still holding processes) whose deployment names ``engine``."""
+    conn = connect()
+    store.ensure_schema(conn)
+    return [
+        run
+        for run in store.list_runs(conn, live_only=True)
+        if run.engine == engine and process.run_processes(run.id, run.pgid)
+    ]
+
+
+def relaunchable(run: store.RunRecord) -> Deployment:
+    """The recorded deployment, minus masked secrets (they come from the shell again)."""
+    data = run.deployment
+    data["env"] = {k: v for k, v in (data.get("env") or {}).items() if v != "***"}
+    return Deployment.model_validate(data)
+
+
+def restart_runs_using(engine: str, *, progress: Progress | None = None) -> list[Restarted]:
+    """Stop each live run on ``engine`` (its process group only) and launch it again, so it
+    picks up the engine's current build. A failed relaunch is reported, never hidden."""
+    results = []
+    for run in live_runs_using(engine):
+        deployment = relaunchable(run)
+        stop(run.id)
+        try:
+            new = launch(deployment, progress=progress)
+        except (LaunchFailed, PreflightFailed) as exc:
+            results.append(Restarted(old_run=run.id, new_run=None, error=str(exc)))
+            continue
+        results.append(Restarted(old_run=run.id, new_run=new.run.id))
+    return results
