@@ -24,10 +24,18 @@ _LOG_SUFFIXES = (".log", ".out", ".err", ".txt", ".gz", ".jsonl")
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # `(Worker_TP1 pid=7)`, `(RayWorkerWrapper pid=5, ip=10.0.0.2)`, `(APIServer pid=1) (EngineCore_DP0 pid=9)`,
-# `[rank0]:`, `[2026-02-24T20:21:58Z]`, and a docker-compose `service  | ` column.
+# Ray's other actor forms (`(pid=7)` before Ray 2, `(job-name, pid=7)`, Ray Serve's
+# `(ServeReplica:app:Deployment pid=7, ip=…)`, `(raylet)` / `(raylet, ip=…)`), `[rank0]:`,
+# `[2026-02-24T20:21:58Z]`, a docker-compose `service  | ` column, a kubelet/CRI container-log
+# prefix (`2025-07-29T12:19:19.33+07:00 stdout F `) and a journald/syslog one
+# (`Aug 19 18:34:27 host vllm[8727]: `, vLLM run as a systemd unit).
 _PREFIX = re.compile(
-    r"^(?:\s*(?:\([A-Za-z_][\w.-]*(?: [\w.=-]+)*? pid=\d+(?:, ip=[\w.:-]+)?\)"
-    r"|\[rank\d+\]:|\[\d{4}-\d\d-\d\dT[\d:.]+Z?\]|[\w.-]+ +\|(?= )))+\s*"
+    r"^(?:\s*(?:\((?:[A-Za-z_][\w.:-]*(?: [\w.=-]+)*?,? )?pid=\d+(?:, ip=[\w.:-]+)?\)"
+    r"|\(raylet(?:, ip=[\w.:-]+)?\)"
+    r"|\[rank\d+\]:|\[\d{4}-\d\d-\d\dT[\d:.]+Z?\]"
+    r"|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d) (?:stdout|stderr) [FP] "
+    r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.-]+\[\d+\]: "
+    r"|[\w.-]+ +\|(?= )))+\s*"
 )
 # vLLM's logger header, so that the same line from every rank folds into one.
 _HEADER = re.compile(

@@ -1,0 +1,73 @@
+"""Top-1 accuracy on the held-out corpus: real logs collected after the signatures were written.
+
+Baseline (signatures untouched, truly held-out): 46/57 = 80.7%. After the generalisation
+fixes it is 55/57, but those fixes were made while looking at the misses, so the post-fix
+figure is no longer a held-out one; the floor below is set from the honest baseline.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hangar.diagnose import CAUSES, diagnose_paths
+
+HELDOUT = Path(__file__).resolve().parents[1] / "fixtures" / "logs_heldout"
+CORPUS_MANIFEST = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "manifest.yaml"
+MIN_ACCURACY = 0.80  # the measured held-out baseline was 80.7%; the suite must not fall below it
+
+
+def _cases(manifest: Path) -> list[dict[str, Any]]:
+    data: dict[str, Any] = yaml.safe_load(manifest.read_text(encoding="utf-8"))
+    cases: list[dict[str, Any]] = data["cases"]
+    return cases
+
+
+def test_heldout_manifest_is_disjoint_and_well_formed() -> None:
+    cases = _cases(HELDOUT / "manifest.yaml")
+    assert len(cases) >= 40
+    in_corpus = {c["source"] for c in _cases(CORPUS_MANIFEST)}
+    for case in cases:
+        assert case["source"] not in in_corpus, case["file"]  # held out by source thread
+        assert case["source"].startswith("https://github.com/"), case["file"]
+        assert case["cause"] in CAUSES, case["file"]
+        assert case["file"].startswith(case["cause"] + "/")
+        assert (HELDOUT / case["file"]).is_file(), case["file"]
+    # max_model_len_exceeds_config: no public excerpt outside the main corpus was found.
+    assert len({c["cause"] for c in cases}) >= len(CAUSES) - 1
+
+
+def test_heldout_top1_accuracy_and_confusion() -> None:
+    cases = _cases(HELDOUT / "manifest.yaml")
+    confusion: dict[str, Counter[str]] = defaultdict(Counter)
+    misses: list[str] = []
+    for case in cases:
+        # Any exception here fails the test: no fixture may crash the doctor.
+        diagnosis = diagnose_paths([HELDOUT / case["file"]])
+        got = diagnosis.causes[0].cause if diagnosis.causes else "(healthy)"
+        confusion[case["cause"]][got] += 1
+        if got != case["cause"]:
+            misses.append(f"{case['file']} -> {got}")
+    correct = sum(row[cause] for cause, row in confusion.items())
+    accuracy = correct / len(cases)
+    print(f"\nheld-out top-1 accuracy {correct}/{len(cases)} = {accuracy:.1%}")
+    for cause in sorted(confusion):
+        row = confusion[cause]
+        wrong = {k: v for k, v in row.items() if k != cause}
+        print(f"  {cause:30s} {row[cause]}/{sum(row.values())}  {wrong or ''}")
+    print("\n".join(f"  miss: {m}" for m in misses))
+    assert accuracy >= MIN_ACCURACY
+
+
+def test_heldout_evidence_is_free_of_process_prefixes() -> None:
+    # Ray actor forms `(pid=N)`, `(name, pid=N)`, Ray Serve `(App:Deployment pid=N, ip=…)`,
+    # `(raylet, ip=…)`, docker-compose columns: evidence shows the message, not the prefix.
+    prefix = re.compile(r"^\((?:[^()]*[ ,])?pid=\d+|^\(raylet|^[\w.-]+ +\| ")
+    for case in _cases(HELDOUT / "manifest.yaml"):
+        for finding in diagnose_paths([HELDOUT / case["file"]]).causes[:1]:
+            for evidence in finding.evidence:
+                assert not prefix.match(evidence.text), (case["file"], evidence.text)
