@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import fakewheels
+from . import fakewheels
 import pytest
 
 

@@ -6,7 +6,7 @@ import json
 import sys
 
 import pytest
-from conftest import Indexes
+from .conftest import Indexes
 
 from hangar.cli.main import main
 

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-import fakewheels
+from . import fakewheels
 import pytest
-from conftest import Indexes
+from .conftest import Indexes
 
 from hangar import paths
 from hangar.engines import inventory, manage, registry

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import fakewheels
+from . import fakewheels
 
 from hangar.engines import driver, staticread, tomlio
 from hangar.engines.model import DriverInfo

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Indexes
+from .conftest import Indexes
 
 from hangar.cli.main import main
 from hangar.engines import manage

@@ -9,7 +9,11 @@ clear detail (their passing paths are covered by the fake server).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import statistics
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -24,15 +28,16 @@ from hangar.proc import run
 
 pytestmark = pytest.mark.slow
 
-# Fidelity: same prompts lengths, concurrency, count and seed for both clients.
+# Fidelity: same prompt lengths, concurrency, count, seed and warm-up for both clients.
 FIDELITY = {"input_len": 64, "output_len": 32, "concurrency": 4, "num_requests": 32, "seed": 0}
-# Tolerances (see docs/eval.md): on the 2-core CI box the server and the client share
-# both cores and the two runs are sequential, so run-to-run noise dominates. Each metric
-# must agree within REL of the larger value, or within an absolute floor for metrics that
-# are tiny on this model (TPOT/TTFT of a few ms, where 1 ms of scheduling jitter is 50%).
-REL = 0.5
-ROUNDS = 3
-ABS_FLOOR_MS = {"ttft": 50.0, "tpot": 2.0}
+WARMUP = 4
+ROUNDS, MAX_ROUNDS = 3, 5
+# Medians of ROUNDS alternated runs must agree within REL of the larger value, or within
+# an absolute floor for the metrics that are tiny on this model. Why these values: see
+# test_fidelity_against_vllm_bench_serve and docs/eval.md ("Fidelity").
+REL = 0.3
+ABS_FLOOR_MS = {"ttft": 4.0, "tpot": 0.5}
+SERVER_NICE = 10
 
 
 def invoke(command: click.Command, args: list[str]) -> int:
@@ -133,6 +138,8 @@ def _vllm_bench(server: RealServer, result_dir: Path) -> dict:  # type: ignore[t
         str(FIDELITY["concurrency"]),
         "--seed",
         str(FIDELITY["seed"]),
+        "--num-warmups",
+        str(WARMUP),
         "--ignore-eos",
         "--percentile-metrics",
         "ttft,tpot,itl,e2el",
@@ -148,10 +155,6 @@ def _vllm_bench(server: RealServer, result_dir: Path) -> dict:  # type: ignore[t
     return dict(json.loads((result_dir / "bench.json").read_text()))
 
 
-def _close(ours: float, theirs: float, floor: float = 0.0) -> bool:
-    return abs(ours - theirs) <= max(REL * max(ours, theirs), floor)
-
-
 def _hangar_point(server: RealServer) -> PerfPoint:
     perf = PerfOptions(
         concurrency=[FIDELITY["concurrency"]],
@@ -159,7 +162,7 @@ def _hangar_point(server: RealServer) -> PerfPoint:
         input_len=FIDELITY["input_len"],
         output_len=FIDELITY["output_len"],
         seed=FIDELITY["seed"],
-        warmup=1,
+        warmup=WARMUP,
     )
     result = evaluate(
         resolve_target(server.url), EvalOptions(suites=["perf"], perf=perf, timeout=120.0)
@@ -167,35 +170,116 @@ def _hangar_point(server: RealServer) -> PerfPoint:
     return result.suites["perf"].points[0]  # type: ignore[index]
 
 
+def _listening_pid(port: int) -> int:
+    """The process that listens on 127.0.0.1:``port`` (from /proc, Linux only)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[1].endswith(f":{port:04X}") and fields[3] == "0A":  # 0A: LISTEN
+                inodes.add(f"socket:[{fields[9]}]")
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            if any(os.readlink(fd) in inodes for fd in fd_dir.iterdir()):
+                return int(fd_dir.parent.name)
+        except OSError:  # a process that exited or is not ours
+            continue
+    raise LookupError(f"nothing listens on port {port}")
+
+
+def _deprioritize_server(server: RealServer) -> None:
+    """Lower the CPU priority of the server's processes below the benchmark clients'.
+
+    Raising niceness needs no privilege. The server runs in its own session (its own
+    autogroup when the kernel groups by session), so both the tasks' nice value and the
+    autogroup's are raised; a kernel without autogroups has no /proc/PID/autogroup.
+    """
+    pid = _listening_pid(int(server.url.rsplit(":", 1)[1]))
+    os.setpriority(os.PRIO_PGRP, os.getpgid(pid), SERVER_NICE)
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text(str(SERVER_NICE))
+
+
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def _close(ours: float, theirs: float, floor: float = 0.0) -> bool:
+    return abs(ours - theirs) <= max(REL * max(ours, theirs), floor)
+
+
 def test_fidelity_against_vllm_bench_serve(vllm_server: RealServer, tmp_path: Path) -> None:
-    # Alternate the two clients ROUNDS times and compare each one's least-disturbed run
-    # (highest throughput): on a shared 2-core box single runs of either tool vary 2-8x.
-    runs = [
-        (_vllm_bench(vllm_server, tmp_path / f"b{i}"), _hangar_point(vllm_server))
-        for i in range(ROUNDS)
-    ]
-    theirs = max((b for b, _ in runs), key=lambda b: float(b["output_throughput"]))
-    point = max((p for _, p in runs), key=lambda p: p.output_tokens_per_s)
+    """hangar perf and ``vllm bench serve`` agree on one server (medians of alternated runs).
+
+    Why the server is deprioritized: on a 2-core box the server's three busy processes
+    (the API server, the engine core and the CPU worker, the last two spin-waiting on
+    their shared-memory queue for 1 s after each message) keep both cores busy. A client
+    in another session then waits 60-300 ms for a core after each wake-up (its run-queue
+    delay in /proc/self/schedstat goes from ~20 ms to 1-2 s per run), its socket fills,
+    and every chunk of a stream is read at once: TTFT x10, ITL p50 ~0. That happened to
+    any asyncio client (raw sockets, aiohttp, the SDK), vllm bench included, at random.
+    With the server at nice 10 the clients run when they need to, which is the condition
+    a benchmark client has on its own machine; the server still gets every idle cycle.
+
+    Why REL = 0.3 with floors of 4 ms (TTFT) and 0.5 ms (TPOT): measured here, single
+    runs of either tool spread by about ±20 % (TTFT 11-17 ms, TPOT 1.9-3.1 ms, 1,100-1,800
+    output tok/s), while the medians of the two tools agreed within 1-8 % (hangar's client
+    still spends ~4x a raw socket client's CPU per chunk, bench/eval_client.py, taken from
+    the server it shares 2 cores with). A wrong definition or a starved client is off by
+    2-10x (TTFT 109 vs 17 ms, TPOT 1.3 vs 2.3 ms before this test deprioritized the
+    server), far outside the bound.
+    """
+    _deprioritize_server(vllm_server)
+    runs: list[tuple[dict, PerfPoint]] = []  # type: ignore[type-arg]
+    while True:  # alternate, so slow drifts of the box hit both tools alike
+        i = len(runs)
+        runs.append((_vllm_bench(vllm_server, tmp_path / f"b{i}"), _hangar_point(vllm_server)))
+        if len(runs) < ROUNDS:
+            continue
+        figures = _median_figures(runs)
+        off = {k: (a, b) for k, (a, b, floor) in figures.items() if not _close(a, b, floor)}
+        if not off or len(runs) == MAX_ROUNDS:
+            break
     for b, p in runs:
         print(
-            f"run: vllm bench ttft {b['mean_ttft_ms']:.1f} tpot {b['mean_tpot_ms']:.2f} out {b['output_throughput']:.0f}"
-            f" | hangar ttft {p.ttft_ms.mean:.1f} tpot {p.tpot_ms.mean:.2f} out {p.output_tokens_per_s:.0f}"
+            f"run: vllm bench ttft {b['mean_ttft_ms']:.1f} tpot {b['mean_tpot_ms']:.2f}"
+            f" itl50 {b['median_itl_ms']:.2f} out {b['output_throughput']:.0f}"
+            f" | hangar ttft {p.ttft_ms.mean:.1f} tpot {p.tpot_ms.mean:.2f}"
+            f" itl50 {p.itl_ms.p50:.2f} out {p.output_tokens_per_s:.0f}"
         )
-    figures = {
-        "ttft_mean_ms": (point.ttft_ms.mean, theirs["mean_ttft_ms"], ABS_FLOOR_MS["ttft"]),
-        "ttft_p50_ms": (point.ttft_ms.p50, theirs["median_ttft_ms"], ABS_FLOOR_MS["ttft"]),
-        "tpot_mean_ms": (point.tpot_ms.mean, theirs["mean_tpot_ms"], ABS_FLOOR_MS["tpot"]),
-        "output_tok_s": (point.output_tokens_per_s, theirs["output_throughput"], 0.0),
-        "total_tok_s": (point.total_tokens_per_s, theirs["total_token_throughput"], 0.0),
-        "req_s": (point.requests_per_s, theirs["request_throughput"], 0.0),
-    }
     print(
-        "fidelity (hangar, vllm bench):",
+        "fidelity medians (hangar, vllm bench):",
         {k: (round(a, 2), round(b, 2)) for k, (a, b, _) in figures.items()},
     )
-    assert point.completed == theirs["completed"] == FIDELITY["num_requests"]
-    assert point.output_tokens == theirs["total_output_tokens"]
-    # vLLM's random dataset re-tokenizes decoded random ids, which can add a token.
-    assert abs(point.input_tokens - theirs["total_input_tokens"]) <= FIDELITY["num_requests"]
-    off = {k: (a, b) for k, (a, b, floor) in figures.items() if not _close(a, b, floor)}
-    assert not off, f"outside tolerance: {off}"
+    for b, p in runs:
+        assert p.completed == b["completed"] == FIDELITY["num_requests"]
+        assert p.output_tokens == b["total_output_tokens"]
+        # vLLM's random dataset re-tokenizes decoded random ids, which can add a token.
+        assert abs(p.input_tokens - b["total_input_tokens"]) <= FIDELITY["num_requests"]
+    assert not off, f"outside tolerance after {len(runs)} rounds: {off}"
+
+
+def _median_figures(
+    runs: list[tuple[dict, PerfPoint]],  # type: ignore[type-arg]
+) -> dict[str, tuple[float, float, float]]:
+    """metric -> (hangar median, vllm bench median, absolute floor in the metric's unit)."""
+
+    def ours(get: Callable[[PerfPoint], float]) -> float:
+        return _median([get(p) for _, p in runs])
+
+    def theirs(key: str) -> float:
+        return _median([float(b[key]) for b, _ in runs])
+
+    ttft, tpot = ABS_FLOOR_MS["ttft"], ABS_FLOOR_MS["tpot"]
+    return {
+        "ttft_mean_ms": (ours(lambda p: p.ttft_ms.mean), theirs("mean_ttft_ms"), ttft),
+        "ttft_p50_ms": (ours(lambda p: p.ttft_ms.p50), theirs("median_ttft_ms"), ttft),
+        "tpot_mean_ms": (ours(lambda p: p.tpot_ms.mean), theirs("mean_tpot_ms"), tpot),
+        "output_tok_s": (ours(lambda p: p.output_tokens_per_s), theirs("output_throughput"), 0.0),
+        "total_tok_s": (
+            ours(lambda p: p.total_tokens_per_s),
+            theirs("total_token_throughput"),
+            0.0,
+        ),
+        "req_s": (ours(lambda p: p.requests_per_s), theirs("request_throughput"), 0.0),
+    }

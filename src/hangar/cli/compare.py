@@ -29,6 +29,7 @@ def compare(a: str, b: str, force: bool, as_json: bool) -> int:
 
 
 def render_comparison(console: Any, comparison: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     if comparison.conditions_differ:
@@ -36,19 +37,26 @@ def render_comparison(console: Any, comparison: Any) -> None:
             "[bold red]WARNING: conditions differ; these deltas are not like for like:[/]"
         )
         for diff in comparison.conditions_differ:
-            console.print(f"  [red]{diff.field}[/]: {diff.a!r} vs {diff.b!r}")
+            console.print(f"  [red]{escape(diff.field)}[/]: {escape(f'{diff.a!r} vs {diff.b!r}')}")
     for change in comparison.suites:
         if change.a != change.b:
-            console.print(f"suite {change.suite}: {change.a} -> {change.b}")
+            console.print(escape(f"suite {change.suite}: {change.a} -> {change.b}"))
+    if not comparison.points:
+        console.print("no performance points to compare (run hangar eval --suite perf on both)")
     for point in comparison.points:
-        table = Table("metric", comparison.a, comparison.b, "B − A", title=point.label)
+        table = Table(
+            "metric", escape(comparison.a), escape(comparison.b), "B − A", title=escape(point.label)
+        )
         for d in point.deltas:
             color = "" if d.better is None else ("green" if d.better else "red")
             pct = f" ({d.pct:+.1f}%)" if d.pct is not None else ""
             delta = f"{d.delta:+.2f}{pct}"
             table.add_row(
-                d.metric, f"{d.a:.2f}", f"{d.b:.2f}", f"[{color}]{delta}[/]" if color else delta
+                escape(d.metric),
+                f"{d.a:.2f}",
+                f"{d.b:.2f}",
+                f"[{color}]{delta}[/]" if color else delta,
             )
         console.print(table)
     if comparison.unmatched_points:
-        console.print(f"not in both: {', '.join(comparison.unmatched_points)}")
+        console.print(escape(f"not in both: {', '.join(comparison.unmatched_points)}"))

@@ -34,7 +34,7 @@ class _Steps:
     def __call__(self, step: str, message: str) -> None:
         self._finish()
         self.current = (step, message, time.monotonic())
-        self.status = self.console.status(f"{step}: {message}")
+        self.status = self.console.status(_escape(f"{step}: {message}"))
         self.status.start()
 
     def _finish(self) -> None:
@@ -42,7 +42,9 @@ class _Steps:
             return
         step, message, started = self.current
         self.status.stop()
-        self.console.print(f"[green]✓[/] {step}: {message} ({time.monotonic() - started:.1f} s)")
+        self.console.print(
+            f"[green]✓[/] {_escape(f'{step}: {message}')} ({time.monotonic() - started:.1f} s)"
+        )
         self.current = None
 
     def close(self, ok: bool) -> None:
@@ -50,8 +52,15 @@ class _Steps:
             self._finish()
         elif self.current is not None:
             self.status.stop()
-            self.console.print(f"[red]✗[/] {self.current[0]}: {self.current[1]}")
+            self.console.print(f"[red]✗[/] {_escape(f'{self.current[0]}: {self.current[1]}')}")
             self.current = None
+
+
+def _escape(text: str) -> str:
+    """Specs, paths and image names are data, not rich markup (a '[/]' crashed the render)."""
+    from rich.markup import escape
+
+    return escape(text)
 
 
 def _with_steps(action: Any) -> Any:
@@ -173,7 +182,8 @@ def list_command(as_json: bool) -> None:
     for e in items:
         where = e.spec or e.image or e.python or ""
         prev = e.previous.vllm_version if e.previous else ""
-        table.add_row(e.name, e.kind, e.vllm_version or "?", where, prev or "", e.updated)
+        cells = (e.name, e.kind, e.vllm_version or "?", where, prev or "", e.updated)
+        table.add_row(*(_escape(cell) for cell in cells))
     Console().print(table)
 
 
@@ -216,7 +226,7 @@ def _print_inspection(found: Any) -> None:
         ("cached", "yes" if found.cached else "no"),
     ]
     for key, value in rows:
-        con.print(f"[bold]{key:>18}[/]  {value}", soft_wrap=True)
+        con.print(f"[bold]{key:>18}[/]  {_escape(value)}", soft_wrap=True)
 
 
 @engines.command("inspect")

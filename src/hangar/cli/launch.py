@@ -24,6 +24,7 @@ from hangar.cli.preflight import deployment_options, overrides, render_findings
 def launch(target: str | None, kind: str, force: bool, **flags: Any) -> int:
     """Launch a deployment FILE (default ./hangar.toml) or a MODEL and wait until it serves."""
     from rich.console import Console
+    from rich.markup import escape
 
     from hangar.deploy.init import deployment_for_cli
     from hangar.launch.errors import LaunchFailed, PreflightFailed
@@ -34,9 +35,9 @@ def launch(target: str | None, kind: str, force: bool, **flags: Any) -> int:
     with console.status("preflight") as status:
 
         def progress(event: str, detail: str) -> None:
-            console.print(f"[dim]{event}:[/] {detail}")
+            console.print(f"[dim]{escape(event)}:[/] {escape(detail)}")
             status.update(
-                f"waiting for readiness (run {detail.split(',')[0]})"
+                f"waiting for readiness (run {escape(detail.split(',')[0])})"
                 if event == "started"
                 else "waiting"
             )
@@ -56,7 +57,11 @@ def launch(target: str | None, kind: str, force: bool, **flags: Any) -> int:
     run = result.run
     for o in result.spec.applied.overrides:
         console.print(
-            f"[yellow]override:[/] your {o.kind} {o.user_value} replaces workaround {o.workaround}'s {o.workaround_value}"
+            "[yellow]override:[/] "
+            + escape(
+                f"your {o.kind} {o.user_value} replaces workaround {o.workaround}'s "
+                f"{o.workaround_value}"
+            )
         )
     click.echo(
         f"run {run.id} ready at {run.base_url} (model '{result.spec.served_name}', "

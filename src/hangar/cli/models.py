@@ -33,14 +33,15 @@ def list_models(as_json: bool) -> int:
         click.echo(json.dumps(rows, indent=2))
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} models in the embedded catalog")
     for col in ("model", "params", "max len", "features"):
         table.add_column(col, no_wrap=col != "features")
     for r in rows:
-        table.add_row(r["id"], f"{r['num_params'] / 1e9:.1f}B",
-                      f"{r['max_model_len']:,}", ", ".join(r["features"]))
+        table.add_row(escape(r["id"]), f"{r['num_params'] / 1e9:.1f}B",
+                      f"{r['max_model_len']:,}", escape(", ".join(r["features"])))
     Console().print(table)
     return 0
 
@@ -58,13 +59,15 @@ def show(model: str, as_json: bool) -> int:
         click.echo(json.dumps(data, indent=2))
         return 0
     from rich.console import Console
+    from rich.markup import escape
 
     console = Console()
-    console.print(f"[bold]{spec.id}[/bold] ({spec.source})")
+    # escape: a directory named like rich markup ("[/]") is text (it crashed the render).
+    console.print(f"[bold]{escape(spec.id)}[/bold] ({escape(spec.source)})")
     for key, value in data.items():
         if key in ("id", "layer_types", "layer_mlps") or value in (None, (), [], ""):
             continue
-        console.print(f"  {key:24} {value}", highlight=False)
+        console.print(f"  {key:24} {escape(str(value))}", highlight=False)
     kinds = {k: spec.layer_types.count(k) for k in dict.fromkeys(spec.layer_types)}
-    console.print(f"  {'layers by type':24} {kinds}", highlight=False)
+    console.print(f"  {'layers by type':24} {escape(str(kinds))}", highlight=False)
     return 0

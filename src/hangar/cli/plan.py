@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 
@@ -33,6 +34,22 @@ class HumanInt(click.ParamType):  # type: ignore[type-arg]
         return result
 
 
+class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
+    """A float that is a number: nan/inf are usage errors, out-of-range values are for the
+    plan's rules to explain (vLLM's CacheConfig message)."""
+
+    name = "float"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        try:
+            number = float(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
 @click.command("plan")
 @click.argument("model")
 @hardware_options
@@ -41,7 +58,7 @@ class HumanInt(click.ParamType):  # type: ignore[type-arg]
 @click.option("--dp", "--data-parallel-size", "dp", type=click.IntRange(min=1), help="Data parallel size.")
 @click.option("--ep/--no-ep", "--enable-expert-parallel/--no-enable-expert-parallel", "ep", default=None, help="Expert parallel.")
 @click.option("--max-model-len", type=HumanInt(), help="Context length (32768, 32k, 128K; -1 = auto-fit).")
-@click.option("--gpu-memory-utilization", type=float, help="Fraction of GPU memory for vLLM (default 0.92 from 0.20).")
+@click.option("--gpu-memory-utilization", type=FiniteFloat(), help="Fraction of GPU memory for vLLM (default 0.92 from 0.20).")
 @click.option("--kv-cache-dtype", default="auto", show_default=True)
 @click.option("--quantization", "-q", help="Quantization method, as for vllm serve.")
 @click.option("--dtype", default="auto", show_default=True)

@@ -1,10 +1,16 @@
-"""Rich rendering of a Plan for people."""
+"""Rich rendering of a Plan for people.
+
+Every value from the model, the flags or a rule message goes through ``escape``: a
+model directory or a flag value holding ``[/]`` or ``[red]`` is text, not rich markup
+(it crashed the render, or silently dropped from the printed launch command).
+"""
 
 from __future__ import annotations
 
 import shlex
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from hangar.planning.plan import LayoutPlan, Plan
@@ -24,7 +30,7 @@ def _layout_name(lay: LayoutPlan) -> str:
 def _verdict(lay: LayoutPlan, recommended: LayoutPlan | None) -> str:
     if not lay.valid:
         first = next(f for f in lay.findings if f.severity == "error")
-        return f"[red]✗ {first.id}[/red]"
+        return f"[red]✗ {escape(first.id)}[/red]"
     star = " ★" if lay is recommended else ""
     return f"[green]✓{star}[/green]"
 
@@ -33,13 +39,13 @@ def _header(console: Console, p: Plan) -> None:
     m, hw, s = p.model, p.hardware, p.settings
     size = "exact" if m.checkpoint_bytes else "computed"
     console.print(
-        f"[bold]{m.id}[/bold]  {m.architecture}  {m.num_params / 1e9:.1f}B params, "
-        f"weights {_gib(m.weight_bytes)} GiB ({size})  [{', '.join(m.features)}]"
+        f"[bold]{escape(m.id)}[/bold]  {escape(m.architecture)}  {m.num_params / 1e9:.1f}B params, "
+        f"weights {_gib(m.weight_bytes)} GiB ({size})  {escape('[' + ', '.join(m.features) + ']')}"
     )
     console.print(
         f"{hw.total_gpus}× {hw.gpu.id} ({_gib(hw.gpu.memory_bytes)} GiB, SM "
         f"{hw.gpu.compute_capability[0]}.{hw.gpu.compute_capability[1]}) on {hw.nodes} node(s)   "
-        f"vLLM {p.request.vllm_version} rules   max_model_len {s.max_model_len}   "
+        f"vLLM {escape(str(p.request.vllm_version))} rules   max_model_len {s.max_model_len}   "
         f"gpu_memory_utilization {s.gpu_memory_utilization}"
     )
 
@@ -61,10 +67,13 @@ def _findings(console: Console, lay: LayoutPlan, title: str) -> None:
         return
     console.print(f"\n[bold]{title}[/bold]")
     for f in lay.findings:
-        console.print(f"  [{_STYLE[f.severity]}]{f.severity:7}[/] {f.id} ({f.phase})", highlight=False)
+        console.print(
+            f"  [{_STYLE[f.severity]}]{f.severity:7}[/] {escape(f.id)} ({escape(f.phase)})",
+            highlight=False,
+        )
         who = "vLLM:  " if f.origin == "vllm" else "Hangar:"
-        console.print(f"          {who} {f.message}", highlight=False, soft_wrap=True)
-        console.print(f"          fix:    {f.fix}", highlight=False, soft_wrap=True)
+        console.print(f"          {who} {escape(f.message)}", highlight=False, soft_wrap=True)
+        console.print(f"          fix:    {escape(f.fix)}", highlight=False, soft_wrap=True)
 
 
 def render_plan(p: Plan, show_all: bool = False, console: Console | None = None) -> None:
@@ -83,6 +92,10 @@ def render_plan(p: Plan, show_all: bool = False, console: Console | None = None)
     if p.recommended is None and not p.request.layout_requested and p.layouts:
         _findings(out, p.layouts[0], f"Best rejected layout {_layout_name(p.layouts[0])}")
     if p.recommended is not None:
-        out.print("\n[bold]Launch:[/bold] " + shlex.join(p.recommended.serve_args), highlight=False, soft_wrap=True)
+        out.print(
+            "\n[bold]Launch:[/bold] " + escape(shlex.join(p.recommended.serve_args)),
+            highlight=False,
+            soft_wrap=True,
+        )
     else:
         out.print("\n[red]No layout of these GPUs can serve this model with these settings; apply a fix above.[/red]")

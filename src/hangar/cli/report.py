@@ -12,18 +12,24 @@ import click
 @click.option(
     "-o",
     "--output",
-    type=click.Path(path_type=Path),
+    type=click.Path(dir_okay=False, path_type=Path),
     default=Path("report.html"),
     show_default=True,
     help="Where to write the HTML file.",
 )
 def report(refs: tuple[str, ...], output: Path) -> int:
     """Write an HTML report (charts, suite results, comparison) for stored evals."""
+    from hangar.errors import InputError
     from hangar.evaluation import render_html
     from hangar.paths import atomic_write_text
     from hangar.store.evals import load_eval
 
     results = [load_eval(ref) for ref in refs]
-    atomic_write_text(output, render_html(results))
+    try:
+        atomic_write_text(output, render_html(results))
+    except OSError as exc:  # atomic: a failed write leaves no partial report behind
+        raise InputError(
+            f"cannot write: {exc.strerror}", source=str(output), hint="choose another -o path"
+        ) from exc
     click.echo(f"wrote {output} ({len(results)} run(s))")
     return 0

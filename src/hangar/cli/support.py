@@ -30,16 +30,21 @@ def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
         click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     con = Console()
     parsers = ", ".join(f"{k}={v}" for k, v in report.recommended_parsers.items()) or "none named"
+    # escape: model ids, paths and card text are data, never rich markup ("[/]" crashed it).
     con.print(
-        f"[bold]{report.model}[/]  {', '.join(report.architectures)} (model_type {report.model_type})"
+        f"[bold]{escape(report.model)}[/]  {escape(', '.join(report.architectures))} "
+        f"(model_type {escape(str(report.model_type))})"
     )
     con.print(
-        f"card: {report.card or 'not found'}; parsers: {parsers}"
-        + (f"; images: {', '.join(report.images)}" if report.images else "")
+        escape(
+            f"card: {report.card or 'not found'}; parsers: {parsers}"
+            + (f"; images: {', '.join(report.images)}" if report.images else "")
+        )
     )
     if not report.engines:
         con.print("no engines registered: hangar engines add stable --vllm VERSION")
@@ -48,7 +53,7 @@ def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
     for row in report.engines:
         parser_text = ", ".join(f"{p.name}:{_mark(p.present)}" for p in row.parsers.values()) or "-"
         arch = row.architecture_supported or ("no" if row.architecture_supported is False else "?")
-        table.add_row(
+        cells = (
             row.engine,
             row.vllm_version or "?",
             str(arch),
@@ -56,8 +61,12 @@ def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
             parser_text,
             row.recommendation,
         )
+        table.add_row(*(escape(cell) for cell in cells))
     con.print(table)
     for row in report.engines:
-        con.print(f"[bold]{row.engine}[/]: {row.recommendation}: {row.reason}", soft_wrap=True)
+        con.print(
+            f"[bold]{escape(row.engine)}[/]: {escape(row.recommendation)}: {escape(row.reason)}",
+            soft_wrap=True,
+        )
         if row.next_step:
-            con.print(f"    next: {row.next_step}", soft_wrap=True)
+            con.print(f"    next: {escape(row.next_step)}", soft_wrap=True)

@@ -45,7 +45,9 @@ def catalog_parsers(model: str) -> tuple[str | None, str | None]:
     return meta.get("tool_call_parser"), meta.get("reasoning_parser")
 
 
-def build_deployment(a: Answers) -> Deployment:
+def build_deployment(a: Answers, *, source: str = "command-line flags") -> Deployment:
+    from hangar.deploy.io import deployment_from_data
+
     tool, reasoning = catalog_parsers(a.model)
     data: dict[str, Any] = {
         "model": {"id": a.model, "served_name": a.served_name},
@@ -60,7 +62,7 @@ def build_deployment(a: Answers) -> Deployment:
         },
         "target": {"kind": a.target, "local": {"host": a.host, "port": a.port}},
     }
-    return Deployment.model_validate(data)
+    return deployment_from_data(data, source=source)
 
 
 class Proposal(BaseModel):

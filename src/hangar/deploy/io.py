@@ -29,6 +29,12 @@ def load_deployment(path: Path) -> Deployment:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=source, hint="hangar init") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not a text file (byte {exc.start} is not UTF-8)",
+            source=source,
+            hint="point at the hangar.toml that hangar init wrote",
+        ) from exc
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -51,8 +57,13 @@ def deployment_from_data(data: Mapping[str, Any], *, source: str = "deployment")
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or None
         raise InputError(
-            first["msg"], source=source, field=field, hint="see docs/deploy.md"
+            validation_message(first["msg"]), source=source, field=field, hint="see docs/deploy.md"
         ) from exc
+
+
+def validation_message(msg: str) -> str:
+    """pydantic's text without its 'Value error, ' prefix (our validators word it fully)."""
+    return msg.removeprefix("Value error, ")
 
 
 def json_schema() -> dict[str, Any]:
@@ -60,7 +71,12 @@ def json_schema() -> dict[str, Any]:
 
 
 def write_deployment(deployment: Deployment, path: Path) -> None:
-    atomic_write_text(path, render_toml(deployment), mode=0o600)
+    try:
+        atomic_write_text(path, render_toml(deployment), mode=0o600)
+    except OSError as exc:  # a read-only place, a directory in the way: nothing was written
+        raise InputError(
+            f"cannot write: {exc.strerror}", source=str(path), hint="choose another -o path"
+        ) from exc
 
 
 def render_toml(deployment: Deployment) -> str:

@@ -27,7 +27,15 @@ from hangar.engines.errors import (
     InstallFailed,
     NothingToRollBack,
 )
-from hangar.engines.model import NAME_RE, Engine, HistoryEntry, Install, InstallSource, Outcome
+from hangar.engines.model import (
+    IMAGE_RE,
+    NAME_RE,
+    Engine,
+    HistoryEntry,
+    Install,
+    InstallSource,
+    Outcome,
+)
 from hangar.errors import CommandFailed, HangarError, InputError, UsageError
 
 Progress = Callable[[str, str], None]
@@ -245,6 +253,15 @@ def check_name(name: str) -> None:
         )
 
 
+def check_image(image: str) -> None:
+    if not IMAGE_RE.match(image):
+        raise InputError(
+            f"'{image}' is not a container image reference",
+            field="--image",
+            hint="e.g. --image vllm/vllm-openai:v0.33.0 (registry/path:tag or @sha256:...)",
+        )
+
+
 def _ensure_new(name: str) -> None:
     check_name(name)
     current = registry.load()
@@ -312,6 +329,7 @@ def add_python(name: str, python: Path, *, notes: str = "") -> Engine:
 def add_image(name: str, image: str, *, notes: str = "") -> Engine:
     """Register a container image; its vLLM version is the tag when the tag is a version."""
     check_name(name)
+    check_image(image)
     tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
     version = tag.lstrip("v") if re.fullmatch(r"v?\d+\.\d+(\.\d+)?\S*", tag) else None
     return _register(

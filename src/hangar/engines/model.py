@@ -8,7 +8,22 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 EngineKind = Literal["venv", "python", "image"]
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")  # \Z: "$" accepts a final newline
+
+# An OCI image reference as the container tools parse it (distribution/reference's
+# regexp.go): [host[:port]/]path[:tag][@digest]. Anything else (spaces, quotes, `$(...)`)
+# is refused by `engines add --image` before it reaches the registry or a container
+# command line (not on load: one odd hand-edited entry must not lock every command out).
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN = (
+    r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    r"|\[[a-fA-F0-9:]+\])(?::[0-9]+)?"
+)
+IMAGE_RE = re.compile(
+    rf"^(?:{_DOMAIN}/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+    r"(?::[\w][\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,})?\Z"
+)
 
 
 class _Frozen(BaseModel):

@@ -83,16 +83,41 @@ class Registry:
         return dumps({"schema_version": SCHEMA_VERSION, "engines": engines, "history": history})
 
 
+def _shape_error(source: Path, field: str, expected: str) -> InputError:
+    return InputError(
+        f"must be {expected}", source=str(source), field=field, hint=f"fix or delete {source}"
+    )
+
+
+def _engine_tables(data: dict[str, Any], source: Path) -> dict[str, dict[str, Any]]:
+    """``[engines.NAME]`` tables, checked for shape before pydantic sees them."""
+    tables = data.get("engines") or {}
+    if not isinstance(tables, dict):
+        raise _shape_error(source, "engines", "a table of [engines.NAME] entries")
+    for name, raw in tables.items():
+        if not isinstance(raw, dict):
+            raise _shape_error(source, f"engines.{name}", "a table ([engines.NAME])")
+        if raw.get("name", name) != name:
+            # The key is what deployments and every command look the engine up by.
+            raise InputError(
+                f"name {raw['name']!r} differs from the table key {name!r}",
+                source=str(source),
+                field=f"engines.{name}.name",
+                hint=f"make them equal or drop the name line in {source}",
+            )
+    return tables
+
+
 def _engines_from(data: dict[str, Any], source: Path) -> dict[str, Engine]:
     out: dict[str, Engine] = {}
-    for name, raw in (data.get("engines") or {}).items():
+    for name, raw in _engine_tables(data, source).items():
         try:
-            engine = Engine.model_validate({"name": name, **raw})
+            engine = Engine.model_validate({**raw, "name": name})
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in (name, *err["loc"]))
             raise InputError(
-                err["msg"],
+                err["msg"].removeprefix("Value error, "),
                 source=str(source),
                 field=f"engines.{field}",
                 hint=f"fix the entry in {source}",
@@ -113,8 +138,11 @@ def _check_schema(data: dict[str, Any], source: Path) -> None:
 
 
 def _history_from(data: dict[str, Any], source: Path) -> list[HistoryEntry]:
+    items = data.get("history") or []
+    if not isinstance(items, list):
+        raise _shape_error(source, "history", "an array of [[history]] tables")
     try:
-        return [HistoryEntry.model_validate(item) for item in data.get("history") or []]
+        return [HistoryEntry.model_validate(item) for item in items]
     except ValidationError as exc:
         raise InputError(
             str(exc.errors()[0]["msg"]),

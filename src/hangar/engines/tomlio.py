@@ -22,13 +22,23 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """Parse ``path``; a syntax error names the file and the line."""
+    """Parse ``path``; a syntax error, a binary file or an unreadable path names the file."""
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(
             f"invalid TOML: {exc}", source=str(path), hint=f"fix or delete {path}"
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"not a text file (byte {exc.start} is not UTF-8)",
+            source=str(path),
+            hint=f"fix or delete {path}",
+        ) from exc
+    except OSError as exc:
+        raise InputError(
+            f"cannot read: {exc.strerror}", source=str(path), hint=f"fix or delete {path}"
         ) from exc
 
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import openai
@@ -19,6 +22,37 @@ from hangar.evaluation.target import Target
 
 T = TypeVar("T")
 _BODY_LIMIT = 300
+# A perf point keeps up to `concurrency` streams open; the SDK's default pool keeps only
+# 100 idle connections, so above that every request would open a new TCP connection
+# (vllm bench sizes its aiohttp pool to --max-concurrency). The limit that matters is
+# perf's semaphore, hence a pool larger than any sweep.
+_POOL_SIZE = 4096
+_POOL_LIMITS = type(openai.DEFAULT_CONNECTION_LIMITS)(
+    max_connections=_POOL_SIZE, max_keepalive_connections=_POOL_SIZE, keepalive_expiry=30.0
+)
+
+
+# Set by the perf client around one request. The SDK builds each request (parameter
+# transforms, headers: ~1 ms of CPU) before handing it to the transport; vLLM's request
+# function takes its start time `st` right before aiohttp sends (endpoint_request_func.py),
+# so TTFT starts when the request leaves the SDK, not when the SDK is called.
+_on_send: ContextVar[Callable[[], None] | None] = ContextVar("hangar_on_send", default=None)
+
+
+@contextmanager
+def on_request_sent(callback: Callable[[], None]) -> Iterator[None]:
+    """Call ``callback`` when a request made in this context is handed to the transport."""
+    token = _on_send.set(callback)
+    try:
+        yield
+    finally:
+        _on_send.reset(token)
+
+
+async def _request_hook(request: Any) -> None:  # an httpx "request" event hook
+    callback = _on_send.get()
+    if callback is not None:
+        callback()
 
 
 class ServerError(Exception):
@@ -38,14 +72,30 @@ def describe(exc: BaseException, timeout: float) -> ServerError:
     if isinstance(exc, openai.APIStatusError):
         body = _body_text(exc)
         return ServerError(f"HTTP {exc.status_code}: {body}", status=exc.status_code, body=body)
-    if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError, TimeoutError)):
+    if isinstance(exc, (openai.APITimeoutError, asyncio.TimeoutError, TimeoutError)) or _is_httpx(
+        exc, "TimeoutException"
+    ):
         return ServerError(f"timed out after {timeout:g} s")
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc
         return ServerError(f"connection failed: {type(cause).__name__}: {_one_line(str(cause))}")
     if isinstance(exc, json.JSONDecodeError):
         return ServerError(f"malformed response (invalid JSON in the stream: {exc.msg})")
+    if _is_httpx(exc, "TransportError"):
+        return ServerError(f"connection lost: {type(exc).__name__}: {_one_line(str(exc))}")
     return ServerError(f"{type(exc).__name__}: {_one_line(str(exc))}")
+
+
+def _is_httpx(exc: BaseException, base: str) -> bool:
+    """An httpx (openai<3) or httpx2 (openai 3) ``base`` error raised reading a raw stream.
+
+    The perf client reads ``with_streaming_response`` bytes itself, so a connection
+    dropped mid-stream arrives untranslated by the SDK; matched by the class both
+    libraries share, by name, because the SDK picks which of them it uses.
+    """
+    return any(
+        cls.__name__ == base and cls.__module__.startswith("httpx") for cls in type(exc).__mro__
+    )
 
 
 def _body_text(exc: openai.APIStatusError) -> str:
@@ -70,7 +120,13 @@ class Server:
         # Typed as Any on purpose: suites send plain-dict messages and vLLM extensions
         # (ignore_eos, reasoning_content) that the SDK's TypedDicts do not describe.
         self.client: Any = openai.AsyncOpenAI(
-            base_url=target.openai_base_url, api_key=key, timeout=timeout, max_retries=0
+            base_url=target.openai_base_url,
+            api_key=key,
+            timeout=timeout,
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(
+                timeout=timeout, limits=_POOL_LIMITS, event_hooks={"request": [_request_hook]}
+            ),
         )
 
     async def close(self) -> None:

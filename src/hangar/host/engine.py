@@ -80,9 +80,14 @@ def _ask_interpreter(python: Path) -> tuple[Path, ...]:
     code = "import json,sys; print(json.dumps([p for p in sys.path if p.endswith('-packages')]))"
     try:
         out = run([str(python), "-I", "-c", code], timeout=20).stdout
-    except CommandFailed:
+        paths = json.loads(out or "[]")
+    except (CommandFailed, OSError, ValueError):
+        # Not runnable (no exec permission, bad #! line) or not a Python (engine = "/bin/echo"
+        # prints no JSON): no site-packages, so preflight reports "no vLLM installed".
         return ()
-    return tuple(Path(p) for p in json.loads(out or "[]"))
+    if not isinstance(paths, list):
+        return ()
+    return tuple(Path(p) for p in paths if isinstance(p, str))
 
 
 def _distributions(sites: tuple[Path, ...]) -> dict[str, str]:

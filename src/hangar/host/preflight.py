@@ -57,9 +57,16 @@ class PreflightReport(BaseModel):
 def lookup_gpu(name: str | None) -> GpuSpec | None:
     if name is None:
         return None
+    from hangar.errors import InputError, UnknownGpu
     from hangar.hardware import lookup
 
-    return lookup(name)
+    try:
+        return lookup(name)
+    except UnknownGpu as exc:
+        # The name comes from the deployment (resources.gpu) or its --gpu override.
+        raise InputError(
+            f"unknown GPU '{name}'", field="resources.gpu (or --gpu)", hint=exc.hint
+        ) from exc
 
 
 def probe_host(d: Deployment, engine: EngineFacts | None, env: Mapping[str, str]) -> HostFacts:

@@ -91,7 +91,17 @@ def launch(
     spec = _prepare(d, report, run_id)
     record = _record(d, report.engine, spec, run_id)
     store.insert_run(conn, record)
-    child = _spawn(spec, base_env, run_id)
+    try:
+        child = _spawn(spec, base_env, run_id)
+    except OSError as exc:  # not executable, bad #! line, ...: no process, so no "starting" run
+        store.finish_run(conn, run_id, "failed", error=f"process: {exc.strerror or exc}")
+        _drop_record(run_id)
+        raise LaunchFailed(
+            run_id,
+            "process",
+            f"cannot start {spec.argv[0]}: {exc.strerror or exc}",
+            str(spec.log_path),
+        ) from exc
     store.update_run(conn, run_id, pid=child.pid, pgid=child.pid)
     emit("started", f"run {run_id}, pid {child.pid}, log {spec.log_path}")
     timings = _await(conn, d, spec, run_id, child, base_env, emit)

@@ -12,6 +12,7 @@ never reads, prints or stores it.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from functools import lru_cache
@@ -33,6 +34,10 @@ CATALOG_DIR = "catalog"
 
 def load_model(ref: str) -> ModelSpec:
     """Resolve ``ref`` (path, hub id or catalog id) to a frozen ModelSpec."""
+    if not ref.strip():
+        raise InputError(
+            "the model is empty", field="MODEL", hint="pass ORG/NAME, a catalog id or a directory"
+        )
     path = Path(ref).expanduser()
     if path.exists():
         return from_local(path)
@@ -84,9 +89,9 @@ def _from_files(
     local_dir: Path | None,
     checkpoint_bytes: int | None,
 ) -> ModelSpec:
-    config = load_config_file(config_path)
+    config = _load_json(config_path)
     quant_path = config_path.with_name("hf_quant_config.json")
-    quant = load_config_file(quant_path) if quant_path.is_file() else None
+    quant = _load_json(quant_path) if quant_path.is_file() else None
     return parse_config(
         config,
         model_id=model_id,
@@ -98,12 +103,52 @@ def _from_files(
     )
 
 
+def _load_json(path: Path) -> dict[str, Any]:
+    """load_config_file, plus the JSON that Python's parser accepts but no config holds:
+    nesting deep enough to overflow the parser's recursion, and NaN / Infinity / 1e400 or
+    numbers past 2**63 as sizes, which would overflow the int/float arithmetic of the
+    planner (a traceback instead of a line naming the field)."""
+    try:
+        data = load_config_file(path)
+        bad = _bad_number(data)
+    except RecursionError as exc:
+        raise InputError(
+            "not valid JSON: nested too deeply", source=str(path), hint=_REFETCH
+        ) from exc
+    if bad is not None:
+        raise InputError(
+            "not a finite number below 2**63", source=str(path), field=bad, hint=_REFETCH
+        )
+    return data
+
+
+_REFETCH = "re-download the file or fix the JSON by hand"
+_LIMIT = 2**63
+
+
+def _bad_number(value: Any, where: str = "") -> str | None:
+    """Dotted key of the first NaN, Infinity or out-of-range number in ``value``, or None.
+
+    Only scalars under object keys are checked (the sizes the reader turns into ints);
+    lists may hold Infinity legitimately, e.g. Mamba's time_step_limit [0.0, Infinity]
+    in the Nemotron-H configs of the catalog."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return None if math.isfinite(value) and abs(value) < _LIMIT else (where or "(top level)")
+    if not isinstance(value, dict):
+        return None
+    for key, child in value.items():
+        found = _bad_number(child, f"{where}.{key}" if where else str(key))
+        if found is not None:
+            return found
+    return None
+
+
 def _local_weight_bytes(directory: Path) -> int | None:
     """Exact size from the safetensors index, else the sum of *.safetensors files."""
     index = directory / "model.safetensors.index.json"
     if index.is_file():
-        total = load_config_file(index).get("metadata", {}).get("total_size")
-        if isinstance(total, int) and total > 0:
+        total = _json_total_size(index)
+        if total is not None:
             return total
     files = list(directory.glob("*.safetensors"))
     return sum(f.stat().st_size for f in files) or None if files else None
@@ -245,5 +290,11 @@ def _hub_weight_bytes(ref: str) -> int | None:
     index = _optional_hub_file(ref, "model.safetensors.index.json")
     if index is None:  # single-file checkpoints have no index
         return None
-    total = load_config_file(index).get("metadata", {}).get("total_size")
-    return int(total) if isinstance(total, int) else None
+    return _json_total_size(index)
+
+
+def _json_total_size(index: Path) -> int | None:
+    """metadata.total_size of a safetensors index (None when absent or not a positive int)."""
+    metadata = _load_json(index).get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    return total if isinstance(total, int) and not isinstance(total, bool) and total > 0 else None

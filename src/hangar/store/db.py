@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from hangar.errors import InputError
 from hangar.paths import state_dir
 
 DB_NAME = "hangar.sqlite3"
@@ -17,9 +18,17 @@ def db_path() -> Path:
 def connect(path: Path | None = None) -> sqlite3.Connection:
     """Open the store (created on first use) with WAL so readers never block a writer."""
     target = path or db_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(target, timeout=30)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA foreign_keys=ON")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(target, timeout=30)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+    except (OSError, sqlite3.DatabaseError) as exc:
+        # A file that is not SQLite (or a directory, or no permission) in Hangar's place.
+        raise InputError(
+            f"cannot open Hangar's store: {exc}",
+            source=str(target),
+            hint=f"move {target} aside (Hangar creates a new one), or set HANGAR_HOME",
+        ) from exc
     return conn

@@ -70,6 +70,10 @@ def load_eval(ref: str, db_path: Path | None = None) -> EvalResult:
 
 
 def _find(conn: sqlite3.Connection, ref: str) -> sqlite3.Row | None:
+    if not ref.strip():
+        raise InputError(
+            "the eval id is empty", hint="hangar compare latest ID (ids from hangar eval)"
+        )
     if ref == "latest":
         row: sqlite3.Row | None = conn.execute(
             "SELECT result_json FROM evals ORDER BY created_at DESC, rowid DESC LIMIT 1"

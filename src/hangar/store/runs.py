@@ -131,8 +131,13 @@ def get_run(conn: sqlite3.Connection, ref: str | None) -> RunRecord:
         if row is None:
             raise InputError("no runs recorded yet", hint="hangar launch")
         return RunRecord.model_validate(dict(row))
+    if not ref.strip():
+        raise InputError("the run id is empty", hint="hangar status   (lists runs)")
+    # A plain prefix comparison, not LIKE: '%' or '_' in a user's ref must not match (and
+    # stop) whatever run happens to be recorded.
     rows = conn.execute(
-        "SELECT * FROM runs WHERE id LIKE ? ORDER BY started_at DESC", (ref + "%",)
+        "SELECT * FROM runs WHERE substr(id, 1, length(?)) = ? ORDER BY started_at DESC",
+        (ref, ref),
     ).fetchall()
     if not rows:
         raise InputError(f"no run '{ref}'", hint="hangar status   (lists runs)")

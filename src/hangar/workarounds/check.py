@@ -5,9 +5,26 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from hangar.errors import InputError, UsageError
 from hangar.workarounds.apply import Applied, apply
 from hangar.workarounds.features import model_features
-from hangar.workarounds.registry import Facts, Workaround, applicable, load_registry, removal_due
+from hangar.workarounds.registry import (
+    Facts,
+    Workaround,
+    applicable,
+    load_registry,
+    parse_version,
+    removal_due,
+)
+
+
+def _checked_version(text: str | None) -> str | None:
+    """A --vllm-version that no rule can compare would silently match nothing."""
+    if text is not None and parse_version(text) is None:
+        raise UsageError(
+            f"not a vLLM version: {text!r}", hint="e.g. --vllm-version 0.33.0 (hangar engines list)"
+        )
+    return text
 
 
 def check(target: str | None, **opts: Any) -> tuple[Applied, list[Workaround]]:
@@ -49,7 +66,7 @@ def facts_from_flags(
         # No engine to inspect: assume a plain pip install (no flashinfer-cubin/jit-cache).
         flashinfer_prebuilt=False,
         wsl=in_wsl() if wsl is None else wsl,
-        vllm_version=vllm_version,
+        vllm_version=_checked_version(vllm_version),
         model=_features(model),
         kv_cache_dtype=kv_cache_dtype,
     )
@@ -61,7 +78,15 @@ def _features(model: str | None) -> Any:
     from hangar.host.weights import probe_weights, read_config
 
     config = read_config(probe_weights(model, os.environ))
-    return model_features(config) if config is not None else None
+    if config is None:  # checking without the model's features would answer for another model
+        raise InputError(
+            "cannot read its config.json (not a model directory, not in the Hugging Face "
+            "cache or the embedded catalog)",
+            source=model,
+            field="--model",
+            hint="pass a local model directory, or download the model first",
+        )
+    return model_features(config)
 
 
 def engine_versions() -> dict[str, str]:
@@ -74,5 +99,9 @@ def engine_versions() -> dict[str, str]:
 
 
 def review(vllm_version: str | None = None) -> list[tuple[Workaround, str]]:
-    versions = [vllm_version] if vllm_version else sorted(set(engine_versions().values()))
+    versions = (
+        [_checked_version(vllm_version) or ""]
+        if vllm_version
+        else sorted(set(engine_versions().values()))
+    )
     return [(w, v) for w in load_registry() for v in versions if removal_due(w, v)]
