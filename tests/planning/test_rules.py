@@ -303,3 +303,22 @@ def test_low_kv_concurrency_warning() -> None:
     model = "meta-llama/Llama-3.1-70B-Instruct"
     assert "low_kv_concurrency" in ids(model, tp=2, gpus=2, max_model_len=16384)
     assert "low_kv_concurrency" not in ids(model, tp=2, gpus=2, max_model_len=4096)
+
+
+def test_architecture_registry_rules(tmp_path: Path) -> None:
+    import json
+    from pathlib import Path
+
+    base = json.loads((Path(__file__).resolve().parents[2] / "src/hangar/models/catalog/Qwen__Qwen3-8B/config.json").read_text())
+    for arch, expected in (("FooForBar", "architecture_not_registered"),
+                           ("Phi3SmallForCausalLM", "architecture_removed")):
+        model = tmp_path / arch
+        model.mkdir()
+        (model / "config.json").write_text(json.dumps({**base, "architectures": [arch]}))
+        assert expected in ids(str(model))
+    assert not {"architecture_not_registered", "architecture_removed"} & ids(QWEN8B)
+    # a pooling adapter of a registered causal LM is fine (vLLM's _SUFFIX_TO_DEFAULTS)
+    model = tmp_path / "cls"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({**base, "architectures": ["Qwen3ForSequenceClassification"]}))
+    assert "architecture_not_registered" not in ids(str(model))

@@ -163,6 +163,11 @@ VLLM_TEXTS: dict[tuple[str, str], str] = {
     **{("quant_unknown_method", v): (
         "Unknown quantization method: {quant_method}. Must be one of " + repr(QUANT_METHODS[v]) + ".")
         for v in VERSIONS},
+    # model_executor/models/registry.py (0.33:1235, 0.20:984, 0.11:616; absent in 0.8.5)
+    **{("architecture_removed", v): (
+        "Model architecture {architecture} was supported in vLLM until v{arch_removed_in}, and "
+        "is not supported anymore. Please use an older version of vLLM if you want to use this "
+        "model architecture.") for v in ("0.11", "0.20", "0.33")},
     # config/vllm.py _get_quantization_config (0.11: config/__init__.py:270)
     **{("quant_dtype_unsupported", v): (
         "{run_dtype_torch} is not supported for quantization method {quant_method}. "

@@ -133,6 +133,47 @@ def quant_table() -> dict[str, Any]:
     return data
 
 
+@lru_cache(maxsize=1)
+def architecture_table() -> dict[str, Any]:
+    path = resources.files("hangar.planning") / "data" / "architectures.yaml"
+    data = yaml.load(
+        path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    )
+    if not isinstance(data, dict) or data.get("schema_version") != 1:
+        raise DataError(f"{path}: schema_version must be 1")
+    return data
+
+
+# vllm/config/model.py _SUFFIX_TO_DEFAULTS: these suffixes adapt a registered *ForCausalLM
+ADAPTER_SUFFIXES = ("ForSequenceClassification", "ForRewardModeling", "ForEmbedding", "Model")
+
+
+def _architecture_facts(architecture: str, version: tuple[int, int, int]) -> dict[str, Any]:
+    """Is the architecture in the registry of the newest known vLLM at or below ``version``?"""
+    known = sorted((parse_version(v), v) for v in architecture_table()["versions"])
+    usable = [v for parsed, v in known if parsed <= version]
+    if not usable:
+        return {
+            "arch_checked": False,
+            "arch_registered": True,
+            "arch_list_version": "",
+            "arch_removed_in": "",
+        }
+    entry = architecture_table()["versions"][usable[-1]]
+    registered = set(entry["registered"])
+    candidates = [architecture] + [
+        architecture[: -len(suffix)] + "ForCausalLM"
+        for suffix in ADAPTER_SUFFIXES
+        if architecture.endswith(suffix)
+    ]
+    return {
+        "arch_checked": True,
+        "arch_registered": any(c in registered for c in candidates),
+        "arch_list_version": usable[-1],
+        "arch_removed_in": str((entry.get("previously_supported") or {}).get(architecture, "")),
+    }
+
+
 def resolve_quant_method(declared: str, version: tuple[int, int, int]) -> str:
     alias = quant_table()["aliases"].get(declared, {})
     for entry in alias.get("resolves", []):
@@ -261,7 +302,9 @@ def _quant_shape_facts(
 
 def _merged_output(spec: ModelSpec, tp: int, name: str, size: float) -> float:
     if name == "self_attn.qkv_proj" and size:
-        return (spec.num_attention_heads // tp + 2 * max(1, spec.num_kv_heads // tp)) * spec.head_dim
+        return (
+            spec.num_attention_heads // tp + 2 * max(1, spec.num_kv_heads // tp)
+        ) * spec.head_dim
     return 2 * size if name in ("mlp.gate_up_proj", "experts.w13") else size
 
 
@@ -314,8 +357,13 @@ def _deprecated(method: str, version: tuple[int, int, int]) -> bool:
     return bool(method) and since is not None and version >= parse_version(str(since))
 
 
-TORCH_DTYPE = {"half": "float16", "float16": "float16", "bfloat16": "bfloat16",
-               "float": "float32", "float32": "float32"}
+TORCH_DTYPE = {
+    "half": "float16",
+    "float16": "float16",
+    "bfloat16": "bfloat16",
+    "float": "float32",
+    "float32": "float32",
+}
 
 
 def _act_dtype_facts(method: str, dtype_req: str) -> dict[str, Any]:
@@ -418,6 +466,7 @@ def build_facts(
         "enforce_eager": request.enforce_eager,
     }
     facts.update(settings)
+    facts.update(_architecture_facts(spec.architecture, version))
     facts.update(_quant_facts(spec, request, version, cap))
     facts.update(_quant_shape_facts(spec, layout, version))
     facts["moe_block_choices"] = _moe_block_choices(spec, hw, facts)
