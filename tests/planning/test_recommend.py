@@ -31,7 +31,7 @@ def test_pipeline_only_across_nodes() -> None:
 
 
 def test_moe_with_data_parallel_uses_expert_parallel() -> None:
-    tp, pp, dp, ep = recommend("Qwen/Qwen3-30B-A3B", "H100", 8)
+    _, pp, dp, ep = recommend("Qwen/Qwen3-30B-A3B", "H100", 8)
     assert dp > 1 and ep and pp == 1
 
 

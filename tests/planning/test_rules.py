@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from hangar.hardware import lookup
@@ -306,9 +309,6 @@ def test_low_kv_concurrency_warning() -> None:
 
 
 def test_architecture_registry_rules(tmp_path: Path) -> None:
-    import json
-    from pathlib import Path
-
     base = json.loads((Path(__file__).resolve().parents[2] / "src/hangar/models/catalog/Qwen__Qwen3-8B/config.json").read_text())
     for arch, expected in (("FooForBar", "architecture_not_registered"),
                            ("Phi3SmallForCausalLM", "architecture_removed")):
