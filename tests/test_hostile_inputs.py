@@ -122,9 +122,10 @@ def test_markup_like_names_are_printed_as_text(tmp_path: Path) -> None:
     folder = llama_dir(tmp_path, "[/]x")
     shown = hangar("models", "show", str(folder))
     assert shown.returncode == 0 and f"{folder}" in shown.stdout, shown.stderr
-    planned = hangar("plan", str(folder), "--gpu", "H100", "--dtype", "[red]x")
-    assert planned.returncode == 0, planned.stderr
-    assert "--dtype '[red]x'" in planned.stdout and "[mha]" in planned.stdout
+    planned = hangar("plan", str(folder), "--gpu", "H100", "--kv-cache-dtype", "[red]x")
+    assert "[red]x" in planned.stdout and "[mha]" in planned.stdout, planned.stderr
+    # --dtype is a closed choice now: a markup-looking value is a usage error, not echoed
+    assert hangar("plan", str(folder), "--gpu", "H100", "--dtype", "[red]x").returncode == 2
     support = hangar("support", str(folder))
     assert support.returncode == 0 and "[/]x" in support.stdout, support.stderr
 
@@ -450,3 +451,23 @@ def test_unwritable_outputs_are_one_line(tmp_path: Path) -> None:
     expect_error(init, 1, "/proc/hangar.toml: cannot write")
     compared = hangar("compare", "latest", "latest")
     assert compared.returncode == 0 and "no performance points" in compared.stdout
+
+
+def test_index_url_with_credentials_is_refused_and_not_stored(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hangar", "engines", "add", "x", "--vllm", "0.33.0",
+         "--index-url", "https://user:TOKEN123@mirror.example/simple"],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={**os.environ, "HANGAR_HOME": str(tmp_path)},
+    )
+    assert done.returncode == 2 and "credentials" in done.stderr and "TOKEN123" not in done.stderr
+    assert not any("TOKEN123" in p.read_text(errors="ignore") for p in tmp_path.rglob("*") if p.is_file())
+
+
+def test_malformed_eval_url_is_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "hangar", "eval", "http://[::1"], capture_output=True, text=True,
+        timeout=60, check=False, env={**os.environ, "HANGAR_HOME": str(tmp_path)},
+    )
+    assert done.returncode == 1 and "not a valid server URL" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -41,6 +41,8 @@ def run(
         )
     except FileNotFoundError as exc:
         raise CommandFailed(argv, 127, "", str(exc)) from exc
+    except OSError as exc:  # not executable, bad interpreter line (ENOEXEC), ...
+        raise CommandFailed(argv, 126, "", str(exc)) from exc
     except subprocess.TimeoutExpired as exc:
         raise CommandFailed(argv, 124, "", f"timed out after {timeout}s") from exc
     done = Completed(list(argv), proc.returncode, proc.stdout, proc.stderr)

@@ -61,7 +61,13 @@ class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
 @click.option("--gpu-memory-utilization", type=FiniteFloat(), help="Fraction of GPU memory for vLLM (default 0.92 from 0.20).")
 @click.option("--kv-cache-dtype", default="auto", show_default=True)
 @click.option("--quantization", "-q", help="Quantization method, as for vllm serve.")
-@click.option("--dtype", default="auto", show_default=True)
+@click.option(
+    "--dtype",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "half", "float16", "bfloat16", "float", "float32"]),
+    help="Model dtype, as for vllm serve.",
+)
 @click.option("--max-num-batched-tokens", type=click.IntRange(min=1))
 @click.option("--max-num-seqs", type=click.IntRange(min=1))
 @click.option("--enforce-eager", is_flag=True, help="No CUDA graphs (no graph memory reserved).")

@@ -112,6 +112,16 @@ def _history(
     )
 
 
+def _refuse_credentials(url: str | None) -> None:
+    """engines.toml is a plain file: a token inside an index URL must not end up there."""
+    if url and "@" in url.split("//", 1)[-1].split("/", 1)[0]:
+        raise UsageError(
+            f"index URL {url.split('@', 1)[-1]!r} carries credentials",
+            hint="give the URL without user:token and put the credentials in UV_INDEX_* / "
+            "netrc (uv reads them), e.g. UV_INDEX_URL with ~/.netrc",
+        )
+
+
 def source_for(
     *,
     vllm: str | None = None,
@@ -130,6 +140,8 @@ def source_for(
         )
     requirement = spec or (f"vllm=={vllm}" if vllm else "vllm")
     package_name(requirement)
+    for url in (index_url, *extra_index_urls, *find_links):
+        _refuse_credentials(url)
     # --index-url replaces PyPI; --extra-index-url replaces the nightly index (sites mirror it).
     extra = extra_index_urls or ((nightly_index(),) if nightly else ())
     return InstallSource(

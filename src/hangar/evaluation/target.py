@@ -22,6 +22,7 @@ import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -69,6 +70,15 @@ def api_key_from_env(explicit: str | None) -> SecretStr | None:
 def normalize_url(url: str) -> str:
     """``http://h:p/v1/`` -> ``http://h:p`` (the SDK adds /v1 back; /version lives at root)."""
     root = url.strip().rstrip("/")
+    try:  # malformed hosts ('http://[::1', spaces) fail here, in one line, not in the client
+        parsed = urlsplit(root)
+        _ = parsed.port
+        valid = bool(parsed.hostname) and not any(c.isspace() for c in root)
+    except ValueError:
+        valid = False
+    if not valid:
+        raise InputError(f"not a valid server URL: {url!r}", field="TARGET",
+                         hint="hangar eval http://127.0.0.1:8000")
     return root.removesuffix("/v1")
 
 

@@ -19,7 +19,9 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
     """Open the store (created on first use) with WAL so readers never block a writer."""
     target = path or db_path()
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not target.exists():  # run records name paths and commands: private to the user
+            target.touch(mode=0o600)
         conn = sqlite3.connect(target, timeout=30)
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode=WAL")
