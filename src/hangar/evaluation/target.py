@@ -22,8 +22,8 @@ import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
