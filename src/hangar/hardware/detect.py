@@ -1,8 +1,8 @@
 """Local GPU detection through NVML (nvidia-ml-py), seen the way a CUDA process would see it.
 
 vLLM reads device count, name, capability and total memory from NVML without initialising
-CUDA, honouring CUDA_VISIBLE_DEVICES (vllm/platforms/cuda.py, NvmlCudaPlatform; the count comes
-from torch.cuda._device_count_nvml). We do the same, so a plan made on this host describes what
+CUDA, honouring CUDA_VISIBLE_DEVICES (vllm/platforms/cuda.py, NvmlCudaPlatform; the count comes from
+torch.cuda._device_count_nvml). We do the same, so a plan made on this host describes what
 `vllm serve` will find here. NVML failures are translated to NoGpuDetected in exactly one place
 (`detect_local_gpus`). ``pynvml`` is imported only when detecting.
 
