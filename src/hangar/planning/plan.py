@@ -175,15 +175,23 @@ def _divisors(n: int) -> list[int]:
 
 def _memory_inputs(hw: Hardware, s: Settings, version: str) -> MemoryInputs:
     return MemoryInputs(
-        memory_bytes=hw.gpu.memory_bytes, gpu_memory_utilization=s.gpu_memory_utilization,
-        max_model_len=s.max_model_len, max_num_batched_tokens=s.max_num_batched_tokens,
-        max_num_seqs=s.max_num_seqs, kv_cache_dtype=s.kv_cache_dtype, cuda_graphs=s.cuda_graphs,
-        prefix_caching=s.prefix_caching, unified_memory=hw.gpu.unified_memory,
-        vllm_version=parse_version(version), enforce_eager=not s.cuda_graphs,
+        memory_bytes=hw.gpu.memory_bytes,
+        gpu_memory_utilization=s.gpu_memory_utilization,
+        max_model_len=s.max_model_len,
+        max_num_batched_tokens=s.max_num_batched_tokens,
+        max_num_seqs=s.max_num_seqs,
+        kv_cache_dtype=s.kv_cache_dtype,
+        cuda_graphs=s.cuda_graphs,
+        prefix_caching=s.prefix_caching,
+        unified_memory=hw.gpu.unified_memory,
+        vllm_version=parse_version(version),
+        enforce_eager=not s.cuda_graphs,
     )
 
 
-def serve_args(model: ModelSpec, layout: Layout, s: Settings, request: PlanRequest) -> tuple[str, ...]:
+def serve_args(
+    model: ModelSpec, layout: Layout, s: Settings, request: PlanRequest
+) -> tuple[str, ...]:
     args = ["vllm", "serve", model.id]
     if layout.tp > 1:
         args += ["--tensor-parallel-size", str(layout.tp)]
@@ -207,23 +215,37 @@ def serve_args(model: ModelSpec, layout: Layout, s: Settings, request: PlanReque
 
 def _layout_memory(m: MemoryResult) -> LayoutMemory:
     return LayoutMemory(
-        weight_bytes_per_gpu=m.weight_bytes_per_gpu, kv_bytes_per_token_per_gpu=m.kv_bytes_per_token_per_gpu,
-        kv_cache_bytes_per_gpu=m.kv_cache_bytes_per_gpu, kv_cache_tokens=m.kv_cache_tokens,
-        max_concurrency=m.max_concurrency, max_model_len_fit=m.max_model_len_fit,
-        requested_bytes=m.requested_bytes, overhead_bytes=m.overhead_bytes,
+        weight_bytes_per_gpu=m.weight_bytes_per_gpu,
+        kv_bytes_per_token_per_gpu=m.kv_bytes_per_token_per_gpu,
+        kv_cache_bytes_per_gpu=m.kv_cache_bytes_per_gpu,
+        kv_cache_tokens=m.kv_cache_tokens,
+        max_concurrency=m.max_concurrency,
+        max_model_len_fit=m.max_model_len_fit,
+        requested_bytes=m.requested_bytes,
+        overhead_bytes=m.overhead_bytes,
     )
 
 
 def check_layout(
-    model: ModelSpec, hw: Hardware, request: PlanRequest, s: Settings, layout: Layout, rules: RuleSet
+    model: ModelSpec,
+    hw: Hardware,
+    request: PlanRequest,
+    s: Settings,
+    layout: Layout,
+    rules: RuleSet,
 ) -> LayoutPlan:
     memory = memory_for(model, layout, _memory_inputs(hw, s, request.vllm_version))
     facts = build_facts(model, hw, layout, request, memory, _settings_facts(s, request))
     findings = tuple(rules.evaluate(facts))
     return LayoutPlan(
-        tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep,
+        tp=layout.tp,
+        pp=layout.pp,
+        dp=layout.dp,
+        ep=layout.ep,
         valid=not any(f.severity == "error" for f in findings),
-        requested=request.layout_requested, findings=findings, memory=_layout_memory(memory),
+        requested=request.layout_requested,
+        findings=findings,
+        memory=_layout_memory(memory),
         serve_args=serve_args(model, layout, s, request),
     )
 
@@ -231,9 +253,12 @@ def check_layout(
 def _settings_facts(s: Settings, request: PlanRequest) -> dict[str, Any]:
     version = parse_version(request.vllm_version)
     return {
-        "max_model_len": s.max_model_len, "gpu_memory_utilization": s.gpu_memory_utilization,
-        "default_util": default_utilization(version), "max_num_batched_tokens": s.max_num_batched_tokens,
-        "max_num_seqs": s.max_num_seqs, "chunked_prefill": request.enable_chunked_prefill,
+        "max_model_len": s.max_model_len,
+        "gpu_memory_utilization": s.gpu_memory_utilization,
+        "default_util": default_utilization(version),
+        "max_num_batched_tokens": s.max_num_batched_tokens,
+        "max_num_seqs": s.max_num_seqs,
+        "chunked_prefill": request.enable_chunked_prefill,
         "run_dtype": "float16" if request.dtype in ("half", "float16") else "bfloat16",
     }
 
@@ -269,22 +294,40 @@ def _rank_key(layout: LayoutPlan, hw: Hardware) -> tuple[Any, ...]:
     )
 
 
-def plan(model: ModelSpec, hardware: Hardware, request: PlanRequest, rules: RuleSet | None = None) -> Plan:
+def plan(
+    model: ModelSpec, hardware: Hardware, request: PlanRequest, rules: RuleSet | None = None
+) -> Plan:
     """Check every candidate layout; the requested one (if any) comes first."""
     ruleset = rules or default_rules()
     s = effective_settings(model, hardware, request)
-    layouts = [check_layout(model, hardware, request, s, lay, ruleset)
-               for lay in candidate_layouts(model, hardware, request)]
+    layouts = [
+        check_layout(model, hardware, request, s, lay, ruleset)
+        for lay in candidate_layouts(model, hardware, request)
+    ]
     valid = [lay for lay in layouts if lay.valid]
     recommended = None
     if request.layout_requested:
-        recommended = layouts[0] if layouts and layouts[0].valid else _best_alternative(model, hardware, request, s, ruleset)
+        recommended = (
+            layouts[0]
+            if layouts and layouts[0].valid
+            else _best_alternative(model, hardware, request, s, ruleset)
+        )
     elif valid:
         recommended = max(valid, key=lambda lay: _rank_key(lay, hardware))
-    if not request.layout_requested:
-        layouts.sort(key=lambda lay: (lay is not recommended, not lay.valid, lay.tp * lay.pp, lay.tp))
-    return Plan(model=model, hardware=hardware, request=request, settings=s,
-                layouts=tuple(layouts), recommended=recommended)
+    if not request.layout_requested:  # best first: valid ones in rank order, then the rejected
+        ranked = sorted(valid, key=lambda lay: _rank_key(lay, hardware), reverse=True)
+        rejected = sorted(
+            (lay for lay in layouts if not lay.valid), key=lambda lay: (lay.tp * lay.pp, lay.tp)
+        )
+        layouts = ranked + rejected
+    return Plan(
+        model=model,
+        hardware=hardware,
+        request=request,
+        settings=s,
+        layouts=tuple(layouts),
+        recommended=recommended,
+    )
 
 
 def _best_alternative(
@@ -292,7 +335,9 @@ def _best_alternative(
 ) -> LayoutPlan | None:
     """When the requested layout is rejected, recommend the best valid one instead."""
     free = request.model_copy(update={"tp": None, "pp": None, "dp": None, "ep": None})
-    options = [check_layout(model, hw, free, s, lay, rules) for lay in candidate_layouts(model, hw, free)]
+    options = [
+        check_layout(model, hw, free, s, lay, rules) for lay in candidate_layouts(model, hw, free)
+    ]
     valid = [lay for lay in options if lay.valid]
     return max(valid, key=lambda lay: _rank_key(lay, hw)) if valid else None
 
