@@ -94,7 +94,24 @@ MLA_MODEL_TYPES = frozenset(
         "hy_v4_mtp",
     }
 )
-POOLING_SUFFIXES = ("Model", "ForSequenceClassification", "ForEmbedding", "ForRewardModeling")
+# Encoder-only families whose bare XModel architecture is an embedding model in vLLM.
+ENCODER_TYPES = frozenset(
+    {
+        "bert",
+        "roberta",
+        "xlm-roberta",
+        "nomic_bert",
+        "modernbert",
+        "new",
+        "distilbert",
+        "electra",
+        "mpnet",
+        "gte",
+        "jina_bert",
+    }
+)
+# Models with no attention layer at all (vLLM's attention-free MambaForCausalLM & co.).
+ATTENTION_FREE_TYPES = frozenset({"mamba", "mamba2", "falcon_mamba"})
 
 
 def _num_kv_heads(cfg: Config, r: Reader, heads: int) -> int:
@@ -119,7 +136,7 @@ def _head_dim(cfg: Config, r: Reader, hidden: int, heads: int) -> int:
         if isinstance(value, int) and value > 0:
             return value
     if heads <= 0:
-        raise InputError("must be > 0", source=r.source, field="num_attention_heads")
+        return 0  # attention-free (Mamba): no KV cache
     return hidden // heads
 
 
@@ -210,8 +227,16 @@ def parse_config(
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
         raise InputError("expected a list of class names", source=path, field="architectures")
     hidden = r.integer("hidden_size", "n_embd", "d_model", "dim")
-    heads = r.integer("num_attention_heads", "n_head", "num_heads", "n_heads")
-    if heads <= 0 or hidden <= 0:
+    attention_free = model_type_of(cfg) in ATTENTION_FREE_TYPES
+    heads = r.integer(
+        "num_attention_heads",
+        "n_head",
+        "num_heads",
+        "n_heads",
+        "decoder_attention_heads",
+        default=0 if attention_free else None,
+    )
+    if (heads <= 0 and not attention_free) or hidden <= 0:
         raise InputError(
             "must be > 0",
             source=path,
@@ -227,7 +252,7 @@ def parse_config(
     n = (
         len(pattern)
         if isinstance(pattern, str) and pattern
-        else r.integer("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+        else r.integer("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
     )
     mixers = layer_mixers(cfg, full, n, mla is not None)
     moe = moe_spec(cfg, r, n, mixers)
@@ -280,7 +305,7 @@ def parse_config(
         "quant": quant,
         "mtp_layers": _mtp_layers(cfg),
         "checkpoint_bytes": checkpoint_bytes,
-        "is_pooling": _is_pooling(archs),
+        "is_pooling": _is_pooling(archs, model_type_of(full) or model_type_of(cfg)),
         "num_params": 0,
         "weight_bytes": 0,
     }
@@ -303,17 +328,31 @@ def loaded_weight_bytes(spec: ModelSpec) -> int:
     return round(spec.checkpoint_bytes * computed / whole) if whole else spec.checkpoint_bytes
 
 
-def _is_pooling(archs: list[str]) -> bool:
-    return bool(archs) and all(
-        a.endswith(POOLING_SUFFIXES) and "CausalLM" not in a and "Generation" not in a
-        for a in archs
-    )
+def _is_pooling(archs: list[str], model_type: str) -> bool:
+    """Embedding/classification heads; a bare ``XModel`` only for encoder families (vLLM
+    registers e.g. InternVLChatModel and ChatGLMModel as generative)."""
+
+    def pooling(arch: str) -> bool:
+        if arch.endswith(
+            (
+                "ForSequenceClassification",
+                "ForRewardModeling",
+                "ForEmbedding",
+                "ForTokenClassification",
+            )
+        ):
+            return True
+        return arch.endswith("Model") and model_type in ENCODER_TYPES
+
+    return bool(archs) and all(pooling(a) for a in archs)
 
 
 def features(spec: ModelSpec) -> tuple[str, ...]:
     out: list[str] = []
     if spec.mla:
         out.append("mla")
+    elif not spec.kv_layers:
+        pass  # attention-free
     elif spec.num_kv_heads == 1:
         out.append("mqa")
     elif spec.num_kv_heads < spec.num_attention_heads:

@@ -118,6 +118,9 @@ def _moe_layer_flags(cfg: Config, n: int, mixers: list[str]) -> list[bool]:
     if isinstance(freq, int) and freq > 1:
         step = freq
     only_mlp = set(cfg.get("mlp_only_layers") or [])
+    if cfg.get("expert_layer_period"):  # Jamba: experts every period-th layer from offset
+        period, offset = int(cfg["expert_layer_period"]), int(cfg.get("expert_layer_offset", 0))
+        return [i % period == offset for i in range(n)]
     if model_type_of(cfg) == "llama4_text":
         return [(i + 1) % step == 0 for i in range(n)]
     return [i >= first_dense and (i + 1) % step == 0 and i not in only_mlp for i in range(n)]
@@ -151,6 +154,16 @@ def mamba_spec(cfg: Config, full: Config, hidden: int, mixers: list[str]) -> Mam
             k_head_dim=int(cfg["linear_key_head_dim"]),
             v_head_dim=int(cfg["linear_value_head_dim"]),
             ssm_dtype=ssm_dtype,
+        )
+    if model_type_of(cfg) in ("mamba", "falcon_mamba"):  # Mamba-1: intermediate x state per layer
+        return MambaSpec(
+            kind="mamba1",
+            num_layers=layers,
+            intermediate_size=int(
+                cfg.get("intermediate_size") or int(cfg.get("expand", 2)) * hidden
+            ),
+            state_size=int(cfg.get("state_size", 16)),
+            conv_kernel=int(cfg.get("conv_kernel", 4)),
         )
     if "mamba_d_state" in cfg and "mamba_n_heads" not in cfg:  # mamba1 (Jamba)
         return MambaSpec(
@@ -213,6 +226,8 @@ def layer_mlps(cfg: Config, n: int, moe: MoeSpec | None) -> list[str]:
     pattern = cfg.get("hybrid_override_pattern")
     if isinstance(pattern, str) and pattern:
         return ["moe" if c == "E" else "dense" if c == "-" else "none" for c in pattern]
+    if model_type_of(cfg) in ("mamba", "mamba2", "falcon_mamba"):
+        return ["none"] * n  # a Mamba block is the whole layer: no separate MLP
     if moe is None:
         return ["dense"] * n
     flags = _moe_layer_flags(cfg, n, [])

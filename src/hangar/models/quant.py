@@ -74,7 +74,9 @@ def _format_for(method: str, bits: Any) -> str | None:
 
 def _compressed_tensors(qc: Mapping[str, Any]) -> QuantSpec:
     groups = qc.get("config_groups") or {}
-    first: Mapping[str, Any] = next(iter(groups.values()), {}) if isinstance(groups, Mapping) else {}
+    first: Mapping[str, Any] = (
+        next(iter(groups.values()), {}) if isinstance(groups, Mapping) else {}
+    )
     weights = first.get("weights") or {}
     acts = first.get("input_activations") or {}
     bits = _int(weights.get("num_bits"))

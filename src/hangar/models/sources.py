@@ -248,7 +248,9 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
 
     endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     try:
-        with socket.create_connection((endpoint.hostname or "huggingface.co", endpoint.port or 443), timeout):
+        with socket.create_connection(
+            (endpoint.hostname or "huggingface.co", endpoint.port or 443), timeout
+        ):
             return True
     except OSError:
         return False
@@ -263,8 +265,10 @@ def _from_hub(ref: str) -> ModelSpec | None:
     try:
         config_path = Path(hf_hub_download(ref, "config.json"))
     except GatedRepoError as exc:
-        raise InputError(f"'{ref}' is a gated repository and this machine has no access token for it",
-                         hint="hf auth login (or export HF_TOKEN=...), accept the model's terms, retry") from exc
+        raise InputError(
+            f"'{ref}' is a gated repository and this machine has no access token for it",
+            hint="hf auth login (or export HF_TOKEN=...), accept the model's terms, retry",
+        ) from exc
     except _HUB_ERRORS:
         return None  # not on the hub, or the hub is unreachable: the caller reports not found
     _optional_hub_file(ref, "hf_quant_config.json")

@@ -73,7 +73,9 @@ class QuantSpec(_Frozen):
     weight_format: str | None = None  # float8 / int4 / nvfp4 / mxfp4 / int8 ...
     activation_scheme: str | None = None
     kv_cache_quant: str | None = None
-    expert_format: str | None = None  # routed experts stored differently (DeepSeek-V4 expert_dtype fp4)
+    expert_format: str | None = (
+        None  # routed experts stored differently (DeepSeek-V4 expert_dtype fp4)
+    )
     modules_not_converted: tuple[str, ...] = ()
     source_file: str = "config.json"
 
