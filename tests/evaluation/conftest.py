@@ -87,15 +87,9 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer
 
     scratch = tmp_path_factory.mktemp("vllm-eval")
     env = vllm_runtime_env(scratch)
-    model_dir = scratch / "tiny-llama"
-    builder = Path(__file__).with_name("make_tiny_model.py")
-    subprocess.run(
-        [str(python), str(builder), str(model_dir)],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    from support.tiny_model import build_tiny_model
+
+    model_dir = build_tiny_model(scratch / "tiny-llama", "llama", python=python)
     port = free_port()
     log = scratch / "serve.log"
     argv = [

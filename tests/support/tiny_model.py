@@ -35,7 +35,7 @@ TINY_KINDS = (
     "granitemoehybrid",
 )
 # Bump when tiny_model_worker.py changes what it writes.
-TINY_RECIPE = 1
+TINY_RECIPE = 2  # 2: think tags, null-safe chat template (eval suites)
 
 
 class TinyModelError(RuntimeError):

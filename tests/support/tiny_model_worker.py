@@ -21,11 +21,16 @@ from typing import Any
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
+# content may be null (tool-call turns) or a list (image parts): only strings are rendered
 CHAT_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
-    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+    "{% if message['content'] is string %}{{ message['content'] }}{% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>"]
+# <tool_call> lets the hermes tool parser load, <think> the deepseek_r1 reasoning parser
+SPECIAL_TOKENS = [
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<think>", "</think>",
+]
 WORDS = [
     "the",
     "quick",
@@ -58,6 +63,14 @@ WORDS = [
     "system",
     "answer",
     "question",
+    "paris",
+    "tokyo",
+    "weather",
+    "city",
+    "true",
+    "false",
+    "name",
+    "arguments",
 ]
 
 _ATTENTION = {
