@@ -68,35 +68,34 @@ def apply(
     for w in workarounds:
         for name, value in w.env.items():
             if name in user_env:
-                if user_env[name] != value:
-                    overrides.append(
-                        Override(
-                            workaround=w.id,
-                            kind="env",
-                            name=name,
-                            workaround_value=value,
-                            user_value=user_env[name],
-                        )
-                    )
+                overrides.extend(_overridden(w.id, "env", name, value, user_env[name]))
                 continue
             env[name] = value
         for flag, vals in split_flags(w.args):
             key = flag_name(flag)
             text = " ".join([flag, *vals])
             if key in user_flags:
-                if user_flags[key] != text:
-                    overrides.append(
-                        Override(
-                            workaround=w.id,
-                            kind="arg",
-                            name=key,
-                            workaround_value=text,
-                            user_value=user_flags[key],
-                        )
-                    )
+                overrides.extend(_overridden(w.id, "arg", key, text, user_flags[key]))
                 continue
             user_flags[key] = text  # two workarounds setting one flag: the first wins
             args.extend([flag, *vals])
     return Applied(
         ids=tuple(w.id for w in workarounds), env=env, args=tuple(args), overrides=tuple(overrides)
     )
+
+
+def _overridden(
+    workaround: str, kind: str, name: str, value: str, user_value: str
+) -> list[Override]:
+    """The user's own setting wins; record it when it differs from the workaround's."""
+    if user_value == value:
+        return []
+    return [
+        Override(
+            workaround=workaround,
+            kind=kind,
+            name=name,
+            workaround_value=value,
+            user_value=user_value,
+        )
+    ]
