@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from hangar.deploy.schema import MASK, Deployment, is_secret_name
 from hangar.host.engine import EngineFacts
 from hangar.paths import cache_dir, state_dir
+from hangar.planning import serve
 from hangar.workarounds import Applied, Workaround, apply
 
 # Runs in the engine's interpreter before vLLM: raise the soft address-space (and
@@ -61,33 +62,8 @@ def engine_cache_dir(key: str) -> Path:
 
 
 def serve_flags(d: Deployment) -> list[str]:
-    """The vllm serve flags the deployment states, in a stable order."""
-    s, p = d.serve, d.parallel
-    flags: list[str] = ["--served-model-name", d.model.name_for_clients]
-    pairs: list[tuple[str, object]] = [
-        ("--revision", d.model.revision),
-        ("--tensor-parallel-size", p.tensor if p.tensor != 1 else None),
-        ("--pipeline-parallel-size", p.pipeline if p.pipeline != 1 else None),
-        ("--data-parallel-size", p.data if p.data != 1 else None),
-        ("--max-model-len", s.max_model_len),
-        ("--gpu-memory-utilization", s.gpu_memory_utilization),
-        ("--max-num-seqs", s.max_num_seqs),
-        ("--dtype", s.dtype),
-        ("--kv-cache-dtype", s.kv_cache_dtype),
-        ("--quantization", s.quantization),
-        ("--tool-call-parser", s.tool_call_parser),
-        ("--reasoning-parser", s.reasoning_parser),
-    ]
-    for flag, value in pairs:
-        if value is not None:
-            flags += [flag, str(value)]
-    switches = [
-        ("--enable-expert-parallel", p.expert),
-        ("--enable-auto-tool-choice", s.tool_call_parser is not None),
-        ("--enforce-eager", s.enforce_eager),
-        ("--trust-remote-code", d.model.trust_remote_code),
-    ]
-    return flags + [flag for flag, on in switches if on] + list(s.extra_args)
+    """The vllm serve flags the deployment states (planning.serve is the one builder)."""
+    return list(serve.serve_flags(serve.options_for(d)))
 
 
 def entrypoint(engine: EngineFacts) -> list[str]:

@@ -24,6 +24,7 @@ from hangar.planning.memory import (
 )
 from hangar.planning.request import PlanRequest
 from hangar.planning.rules import Finding, RuleSet, default_rules
+from hangar.planning.serve import ServeOptions, serve_command
 from hangar.planning.versions import parse_version
 
 GIB = 2**30
@@ -192,25 +193,19 @@ def _memory_inputs(hw: Hardware, s: Settings, version: str) -> MemoryInputs:
 def serve_args(
     model: ModelSpec, layout: Layout, s: Settings, request: PlanRequest
 ) -> tuple[str, ...]:
-    args = ["vllm", "serve", model.id]
-    if layout.tp > 1:
-        args += ["--tensor-parallel-size", str(layout.tp)]
-    if layout.pp > 1:
-        args += ["--pipeline-parallel-size", str(layout.pp)]
-    if layout.dp > 1:
-        args += ["--data-parallel-size", str(layout.dp)]
-    if layout.ep:
-        args += ["--enable-expert-parallel"]
-    args += ["--max-model-len", str(s.max_model_len)]
-    if request.gpu_memory_utilization:
-        args += ["--gpu-memory-utilization", str(request.gpu_memory_utilization)]
-    if request.kv_cache_dtype != "auto":
-        args += ["--kv-cache-dtype", request.kv_cache_dtype]
-    if request.quantization:
-        args += ["--quantization", request.quantization]
-    if request.dtype != "auto":
-        args += ["--dtype", request.dtype]
-    return tuple(args)
+    options = ServeOptions(
+        model=model.id,
+        tp=layout.tp,
+        pp=layout.pp,
+        dp=layout.dp,
+        ep=bool(layout.ep),
+        max_model_len=s.max_model_len,
+        gpu_memory_utilization=request.gpu_memory_utilization or None,
+        kv_cache_dtype=None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype,
+        quantization=request.quantization,
+        dtype=None if request.dtype == "auto" else request.dtype,
+    )
+    return serve_command(options)
 
 
 def _layout_memory(m: MemoryResult) -> LayoutMemory:
