@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import fakewheels
 import pytest
+
+from . import fakewheels
 
 
 @dataclass(frozen=True)

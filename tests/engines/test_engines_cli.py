@@ -6,9 +6,10 @@ import json
 import sys
 
 import pytest
-from .conftest import Indexes
 
 from hangar.cli.main import main
+
+from .conftest import Indexes
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

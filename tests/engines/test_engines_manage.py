@@ -10,9 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import fakewheels
 import pytest
-from .conftest import Indexes
 
 from hangar import paths
 from hangar.engines import inventory, manage, registry
@@ -25,6 +23,9 @@ from hangar.engines.errors import (
     ResolutionFailed,
 )
 from hangar.engines.model import Engine
+
+from . import fakewheels
+from .conftest import Indexes
 
 
 def _add(name: str, version: str, indexes: Indexes) -> Engine:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import fakewheels
-
 from hangar.engines import driver, staticread, tomlio
 from hangar.engines.model import DriverInfo
+
+from . import fakewheels
 
 
 def _site(tmp_path: Path, *packages: fakewheels.FakePackage) -> Path:

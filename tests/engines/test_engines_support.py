@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from .conftest import Indexes
 
 from hangar.cli.main import main
 from hangar.engines import manage
 from hangar.engines.support import card_images, card_parsers, support
+
+from .conftest import Indexes
 
 _CONFIG = {
     "hidden_size": 64,

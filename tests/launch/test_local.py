@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from hangar.host.probe import port_in_use
 from hangar.launch import process
 from hangar.launch.errors import LaunchFailed, PreflightFailed, RunNotLive
 from hangar.launch.local import deployment_record, launch, stop
 from hangar.launch.runs import clean, open_store, refresh
 from hangar.launch.spec import runs_root
+from hangar.preflight.probe import port_in_use
 from hangar.store import runs as store
 
 from .conftest import deployment

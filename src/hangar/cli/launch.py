@@ -45,7 +45,7 @@ def launch(target: str | None, kind: str, force: bool, **flags: Any) -> int:
         try:
             result = launch_local(d, force=force, progress=progress)
         except PreflightFailed:
-            from hangar.host.preflight import preflight
+            from hangar.preflight.runner import preflight
 
             status.stop()
             render_findings([f for f in preflight(d).findings if f.severity == "error"])

@@ -63,7 +63,7 @@ def preflight(target: str | None, as_json: bool, **flags: Any) -> int:
     Exit code 1 when any finding is an error.
     """
     from hangar.deploy.init import deployment_for_cli
-    from hangar.host.preflight import preflight as run_preflight
+    from hangar.preflight.runner import preflight as run_preflight
 
     report = run_preflight(deployment_for_cli(target, overrides(**flags)))
     if as_json:

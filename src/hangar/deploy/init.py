@@ -76,7 +76,7 @@ def propose(d: Deployment, *, keep_layout: bool) -> Proposal:
     """The deployment with `hangar plan`'s recommended layout, unless the user chose one."""
     if d.resources.gpu is None:
         return Proposal(deployment=d, note="no GPU kind given: layout not planned")
-    from hangar.host.plan_bridge import plan_for
+    from hangar.preflight.plan_bridge import plan_for
 
     try:
         result = plan_for(d, with_layout=keep_layout)

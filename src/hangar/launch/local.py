@@ -24,14 +24,14 @@ from pydantic import BaseModel, ConfigDict
 
 from hangar.deploy.io import render_toml
 from hangar.deploy.schema import Deployment
-from hangar.host.engine import EngineFacts
-from hangar.host.preflight import PreflightReport, preflight
 from hangar.launch import process
 from hangar.launch.engine import engine_key
 from hangar.launch.errors import LaunchFailed, PreflightFailed, RunNotLive
 from hangar.launch.readiness import NotReady, wait_ready
 from hangar.launch.spec import LaunchSpec, build_launch, engine_cache_dir, runs_root
 from hangar.paths import atomic_write_text, state_dir
+from hangar.preflight.engine import EngineFacts
+from hangar.preflight.runner import PreflightReport, preflight
 from hangar.store import runs as store
 from hangar.store.db import connect
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from hangar.deploy.schema import MASK, Deployment, is_secret_name
-from hangar.host.engine import EngineFacts
 from hangar.paths import cache_dir, state_dir
 from hangar.planning import serve
+from hangar.preflight.engine import EngineFacts
 from hangar.workarounds import Applied, Workaround, apply
 
 # Runs in the engine's interpreter before vLLM: raise the soft address-space (and

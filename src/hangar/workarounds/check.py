@@ -33,7 +33,7 @@ def check(target: str | None, **opts: Any) -> tuple[Applied, list[Workaround]]:
         from pathlib import Path
 
         from hangar.deploy.io import load_deployment
-        from hangar.host.preflight import preflight
+        from hangar.preflight.runner import preflight
 
         report = preflight(load_deployment(Path(target)), with_plan=False)
         return report.applied, list(report.workarounds)
@@ -50,7 +50,7 @@ def facts_from_flags(
     nvcc: bool | None = None,
     wsl: bool | None = None,
 ) -> Facts:
-    from hangar.host.probe import find_nvcc, in_wsl
+    from hangar.preflight.probe import find_nvcc, in_wsl
 
     spec = None
     if gpu is not None:
@@ -75,7 +75,7 @@ def facts_from_flags(
 def _features(model: str | None) -> Any:
     if model is None:
         return None
-    from hangar.host.weights import probe_weights, read_config
+    from hangar.preflight.weights import probe_weights, read_config
 
     config = read_config(probe_weights(model, os.environ))
     if config is None:  # checking without the model's features would answer for another model

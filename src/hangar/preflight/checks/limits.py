@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from hangar.host.checks.inputs import CheckInput
-from hangar.host.findings import Finding, Severity
-from hangar.host.probe import HostFacts, Ulimit
+from hangar.preflight.checks.inputs import CheckInput
+from hangar.preflight.findings import Finding, Severity
+from hangar.preflight.probe import HostFacts, Ulimit
 
 # vLLM raises RLIMIT_NOFILE to 65535 itself when the hard limit allows
 # (vllm/utils/system_utils.py set_ulimit); below that it logs "Found ulimit of N and

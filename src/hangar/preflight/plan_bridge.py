@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from hangar.deploy.schema import Deployment
 from hangar.errors import HangarError
-from hangar.host.findings import Finding
+from hangar.preflight.findings import Finding
 from hangar.workarounds.registry import parse_version
 
 if TYPE_CHECKING:

@@ -12,10 +12,9 @@ import pytest
 from hangar.deploy import Deployment
 from hangar.hardware import lookup
 from hangar.hardware.detect import DetectedGpu, GpuProcess
-from hangar.host.checks import CheckInput, host_findings
-from hangar.host.engine import probe_engine
-from hangar.host.preflight import preflight
-from hangar.host.probe import (
+from hangar.preflight.checks import CheckInput, host_findings
+from hangar.preflight.engine import probe_engine
+from hangar.preflight.probe import (
     DirFacts,
     HostFacts,
     NvidiaFacts,
@@ -24,7 +23,8 @@ from hangar.host.probe import (
     probe_dir,
     stale_temp_files,
 )
-from hangar.host.weights import probe_weights
+from hangar.preflight.runner import preflight
+from hangar.preflight.weights import probe_weights
 
 GiB = 2**30
 

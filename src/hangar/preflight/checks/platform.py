@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hangar.host.checks.inputs import CheckInput
-from hangar.host.findings import Finding
-from hangar.host.probe import HostFacts
+from hangar.preflight.checks.inputs import CheckInput
+from hangar.preflight.findings import Finding
+from hangar.preflight.probe import HostFacts
 
 _WSL2 = Finding(
     id="host.platform.wsl2",

@@ -7,10 +7,10 @@ from importlib import resources
 
 import yaml
 
-from hangar.host.checks.inputs import CheckInput
-from hangar.host.engine import EngineFacts
-from hangar.host.findings import Finding
-from hangar.host.probe import HostFacts
+from hangar.preflight.checks.inputs import CheckInput
+from hangar.preflight.engine import EngineFacts
+from hangar.preflight.findings import Finding
+from hangar.preflight.probe import HostFacts
 
 
 def _unusable(engine: EngineFacts) -> Finding | None:
@@ -67,7 +67,7 @@ def check_engine(facts: HostFacts, req: CheckInput) -> list[Finding]:
 
 @lru_cache(maxsize=1)
 def _driver_table() -> dict[str, dict[str, str]]:
-    text = resources.files("hangar.host").joinpath("data", "cuda_drivers.yaml").read_text("utf-8")
+    text = resources.files("hangar.preflight").joinpath("data", "cuda_drivers.yaml").read_text("utf-8")
     data = yaml.safe_load(text)
     return {"minor_compat": data["minor_compat"], "toolkit": data["toolkit"]}
 

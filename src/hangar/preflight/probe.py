@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hangar.errors import NoGpuDetected
 from hangar.hardware.detect import DetectedGpu, detect_local_gpus
-from hangar.host.engine import EngineFacts
+from hangar.preflight.engine import EngineFacts
 
 UNLIMITED: int | None = None
 

@@ -8,16 +8,16 @@ interpreter, driver vs CUDA build, nvcc), ``gpu`` (busy GPUs, shared utilization
 
 from __future__ import annotations
 
-from hangar.host.checks.dirs import check_dirs, check_stale_files
-from hangar.host.checks.engine import check_driver, check_engine, check_nvcc
-from hangar.host.checks.gpu import check_gpu_usage, check_shared_utilization
-from hangar.host.checks.inputs import Check, CheckInput, relevant_env
-from hangar.host.checks.limits import check_ulimits
-from hangar.host.checks.network import check_port, check_socket_ifnames
-from hangar.host.checks.platform import check_platform
-from hangar.host.checks.weights import check_weights
-from hangar.host.findings import Finding
-from hangar.host.probe import HostFacts
+from hangar.preflight.checks.dirs import check_dirs, check_stale_files
+from hangar.preflight.checks.engine import check_driver, check_engine, check_nvcc
+from hangar.preflight.checks.gpu import check_gpu_usage, check_shared_utilization
+from hangar.preflight.checks.inputs import Check, CheckInput, relevant_env
+from hangar.preflight.checks.limits import check_ulimits
+from hangar.preflight.checks.network import check_port, check_socket_ifnames
+from hangar.preflight.checks.platform import check_platform
+from hangar.preflight.checks.weights import check_weights
+from hangar.preflight.findings import Finding
+from hangar.preflight.probe import HostFacts
 
 # The order of findings in reports follows this tuple.
 CHECKS: tuple[Check, ...] = (

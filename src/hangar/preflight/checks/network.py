@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hangar.host.checks.inputs import CheckInput
-from hangar.host.findings import Finding
-from hangar.host.probe import HostFacts
+from hangar.preflight.checks.inputs import CheckInput
+from hangar.preflight.findings import Finding
+from hangar.preflight.probe import HostFacts
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _IFNAME_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hangar.host.checks.inputs import CheckInput
-from hangar.host.findings import Finding, Severity, gib
-from hangar.host.probe import DirFacts, HostFacts
+from hangar.preflight.checks.inputs import CheckInput
+from hangar.preflight.findings import Finding, Severity, gib
+from hangar.preflight.probe import DirFacts, HostFacts
 
 TMP_FREE_WARN = 10 * 2**30  # torch.compile, Triton and FlashInfer caches, IPC files
 TMP_FREE_ERROR = 1 * 2**30

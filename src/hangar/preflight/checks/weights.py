@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hangar.host.checks.inputs import CheckInput
-from hangar.host.findings import Finding
-from hangar.host.probe import HostFacts
-from hangar.host.weights import WeightsFacts
+from hangar.preflight.checks.inputs import CheckInput
+from hangar.preflight.findings import Finding
+from hangar.preflight.probe import HostFacts
+from hangar.preflight.weights import WeightsFacts
 
 
 def _truthy(value: str | None) -> bool:

@@ -7,9 +7,9 @@ from collections.abc import Callable, Mapping
 from pydantic import BaseModel, ConfigDict
 
 from hangar.hardware.spec import GpuSpec
-from hangar.host.findings import Finding
-from hangar.host.probe import HostFacts
-from hangar.host.weights import WeightsFacts
+from hangar.preflight.findings import Finding
+from hangar.preflight.probe import HostFacts
+from hangar.preflight.weights import WeightsFacts
 
 
 class CheckInput(BaseModel):

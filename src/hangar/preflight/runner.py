@@ -16,11 +16,11 @@ from pydantic import BaseModel, ConfigDict
 from hangar.deploy.schema import Deployment
 from hangar.errors import HangarError
 from hangar.hardware.spec import GpuSpec
-from hangar.host import plan_bridge
-from hangar.host.checks import CheckInput, host_findings, relevant_env
-from hangar.host.engine import EngineFacts, probe_engine
-from hangar.host.findings import Finding, has_errors, sort_findings
-from hangar.host.probe import (
+from hangar.preflight import plan_bridge
+from hangar.preflight.checks import CheckInput, host_findings, relevant_env
+from hangar.preflight.engine import EngineFacts, probe_engine
+from hangar.preflight.findings import Finding, has_errors, sort_findings
+from hangar.preflight.probe import (
     RELEVANT_ENV,
     HostFacts,
     find_nvcc,
@@ -32,7 +32,7 @@ from hangar.host.probe import (
     probe_ulimits,
     stale_temp_files,
 )
-from hangar.host.weights import WeightsFacts, probe_weights, read_config
+from hangar.preflight.weights import WeightsFacts, probe_weights, read_config
 from hangar.workarounds import Applied, Facts, Workaround, applicable, apply, model_features
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from hangar.hardware.detect import DetectedGpu
-from hangar.host.checks.inputs import CheckInput
-from hangar.host.findings import Finding, Severity, gib
-from hangar.host.probe import HostFacts
+from hangar.preflight.checks.inputs import CheckInput
+from hangar.preflight.findings import Finding, Severity, gib
+from hangar.preflight.probe import HostFacts
 
 SHARED_UTIL_LIMIT = (
     0.9  # summed gpu_memory_utilization on one GPU; CUDA context + others need the rest
