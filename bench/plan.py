@@ -6,7 +6,11 @@ Part 1 times `plan()` for every catalog model on 8x H100 (all layouts), next to 
 baseline measured in the same run: parsing the same config.json with json.loads alone.
 Part 2 predicts, for each record of ../shared/calibration (281 real vLLM start-up logs),
 the weights per GPU, the available KV cache (GiB) and the KV cache tokens, and prints the
-median and p90 absolute relative error next to the logged figures.
+median and p90 absolute relative error next to the logged figures. These figures are
+IN-SAMPLE: the memory constants were fitted on them (bench/fit_memory.py).
+Part 3 scores bench/heldout_memory.yaml (real logs on other GPUs, vLLM versions and models):
+the `dev` split record by record, the `never_seen` split only as aggregates, and the verdicts
+(a launch that started must not be predicted as an error).
 """
 
 from __future__ import annotations
@@ -168,11 +172,108 @@ def calibrate(path: Path, csv_out: Path | None) -> None:
         csv_out.write_text("model,gpu,tp,max_len,w_real,w_pred,kv_real,kv_pred,tok_real,tok_pred\n" + "\n".join(lines))
 
 
+HELDOUT = ROOT / "bench" / "heldout_memory.yaml"
+HELDOUT_GPUS = {"RTX-4060-8GB": "RTX-4090"}  # only memory differs; the log gives the total
+
+
+def heldout_split(record_id: str) -> str:
+    """Frozen rule (see the file header): sha1(id) first hex digit 0-5 -> never_seen."""
+    import hashlib
+
+    return "never_seen" if hashlib.sha1(record_id.encode()).hexdigest()[0] in "012345" else "dev"
+
+
+def _heldout_spec(rec: dict[str, Any]) -> ModelSpec | None:
+    folder = catalog_entry(rec["catalog"]) if rec.get("catalog") else None
+    if folder is None:
+        return None
+    spec = from_catalog(folder)
+    quant = rec.get("quant")
+    if rec.get("config_match") != "exact":
+        spec = spec.model_copy(update={"checkpoint_bytes": None})
+    if quant == "fp8":
+        spec = spec.model_copy(update={"quant": QuantSpec(
+            method="compressed-tensors", bits=8, weight_format="float8",
+            modules_not_converted=("lm_head", "vision"))})
+    elif quant == "awq":
+        spec = spec.model_copy(update={"quant": QuantSpec(
+            method="awq", bits=4, group_size=128, weight_format="int4",
+            modules_not_converted=("lm_head",))})
+    return spec.model_copy(update={"weight_bytes": loaded_weight_bytes(spec)})
+
+
+def heldout_predict(spec: ModelSpec, rec: dict[str, Any]) -> tuple[Any, bool, float]:
+    """(layout memory, predicted-valid, requested GiB) for one held-out record."""
+    flags = rec["flags"]
+    base = lookup(HELDOUT_GPUS.get(rec["gpu"], rec["gpu"]))
+    gpu = base.model_copy(update={"memory_bytes": int(rec["gpu_memory_gib"] * GIB)})
+    tp = flags.get("tp", 1)
+    hw = Hardware(gpu=gpu, gpus_per_node=max(8, tp))
+    request = PlanRequest(
+        tp=tp, pp=flags.get("pp", 1), dp=1, max_model_len=flags.get("max_model_len"),
+        gpu_memory_utilization=flags.get("gpu_memory_utilization"),
+        vllm_version=rec["vllm_version"], enable_prefix_caching=flags.get("enable_prefix_caching"),
+        allow_long_max_model_len=True,
+    )
+    result = plan(spec, hw, request)
+    lay = result.layouts[0]
+    return lay.memory, lay.valid, result.settings.gpu_memory_utilization * rec["gpu_memory_gib"]
+
+
+def score_heldout(path: Path) -> None:
+    import yaml
+
+    records = yaml.safe_load(path.read_text())["records"]
+    rows: dict[str, list[dict[str, Any]]] = {"dev": [], "never_seen": []}
+    skipped: dict[str, int] = {"dev": 0, "never_seen": 0}
+    for rec in records:
+        split = heldout_split(rec["id"])
+        spec = _heldout_spec(rec)
+        if spec is None:
+            skipped[split] += 1
+            continue
+        mem, valid, budget = heldout_predict(spec, rec)
+        logged = rec["logged"]
+        rows[split].append({
+            "id": rec["id"], "started": rec["started"], "valid": valid, "budget": budget,
+            "w": (mem.weight_bytes_per_gpu / GIB, logged.get("weights_gib")),
+            "kv": (mem.kv_cache_bytes_per_gpu / GIB if mem.kv_cache_bytes_per_gpu else
+                   (mem.requested_bytes - mem.weight_bytes_per_gpu - mem.overhead_bytes) / GIB,
+                   logged.get("kv_gib")),
+            "tok": (mem.kv_cache_tokens, logged.get("kv_tokens")),
+        })
+    print(f"\n== held-out: {path.name} (real logs not in the calibration set; never fitted on)")
+    for split in ("dev", "never_seen"):
+        _print_split(split, rows[split], skipped[split])
+
+
+def _print_split(split: str, rows: list[dict[str, Any]], skipped: int) -> None:
+    w = [_err(r["w"][0], r["w"][1]) for r in rows if r["w"][1]]
+    kv_budget = [abs(r["kv"][0] - r["kv"][1]) / r["budget"] for r in rows if r["kv"][1] is not None]
+    kv_rel = [_err(r["kv"][0], r["kv"][1]) for r in rows if r["kv"][1] and r["kv"][1] > 0]
+    false_errors = [r["id"] for r in rows if r["started"] and not r["valid"]]
+    missed = [r["id"] for r in rows if not r["started"] and r["valid"]]
+    print(f"   {split}: {len(rows)} records ({skipped} without a config in the catalog)")
+    for label, vals in (("weights per GPU", w), ("available KV, share of budget", kv_budget),
+                        ("available KV GiB (relative)", kv_rel)):
+        if vals:
+            print(f"     {label:32} median {statistics.median(vals) * 100:5.1f}%   "
+                  f"p90 {_pct(vals, 0.9) * 100:5.1f}%   (n={len(vals)})")
+    started = sum(1 for r in rows if r["started"])
+    print(f"     verdicts: {len(false_errors)} of {started} launches that started predicted as errors; "
+          f"{len(missed)} of {len(rows) - started} failed launches predicted valid")
+    if split == "dev":
+        for r in rows:
+            print(f"       {r['id']:40} w {r['w'][0]:6.2f}/{r['w'][1]}  kv {r['kv'][0]:6.2f}/{r['kv'][1]}  "
+                  f"started={r['started']} predicted_valid={r['valid']}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calibration", type=Path, default=DEFAULT_CALIBRATION)
     parser.add_argument("--csv", type=Path)
     parser.add_argument("--skip-timing", action="store_true")
+    parser.add_argument("--heldout", type=Path, default=HELDOUT)
     args = parser.parse_args()
     if not args.skip_timing:
         time_plans()
@@ -180,6 +281,8 @@ def main() -> int:
         calibrate(args.calibration, args.csv)
     else:
         print(f"calibration file not found: {args.calibration}")
+    if args.heldout.is_file():
+        score_heldout(args.heldout)
     return 0
 
 
