@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from hangar.deploy.schema import SCHEMA_VERSION, Deployment
+from hangar.deploy.schema import SCHEMA_VERSION, TARGET_KINDS, Deployment
 from hangar.errors import InputError
 from hangar.paths import atomic_write_text
 
@@ -55,10 +55,18 @@ def deployment_from_data(data: Mapping[str, Any], *, source: str = "deployment")
         return Deployment.model_validate(dict(data))
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or None
+        field = ".".join(_field_path(first["loc"])) or None
         raise InputError(
             validation_message(first["msg"]), source=source, field=field, hint="see docs/deploy.md"
         ) from exc
+
+
+def _field_path(loc: tuple[Any, ...]) -> list[str]:
+    """pydantic's location minus the union tag it inserts: target.slurm.slurm.x -> target.slurm.x."""
+    parts = [str(p) for p in loc]
+    if len(parts) > 2 and parts[0] == "target" and parts[1] in TARGET_KINDS:
+        del parts[1]
+    return parts
 
 
 def validation_message(msg: str) -> str:
