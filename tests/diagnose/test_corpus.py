@@ -15,7 +15,10 @@ def test_manifest_is_complete() -> None:
     cases = load_manifest()["cases"]
     assert len(cases) >= 80
     assert sum(1 for c in cases if c["misleading"]) >= 15
-    assert {c["cause"] for c in cases} == set(CAUSES)
+    # The seven causes added with issue 11 (limits, host OOM, shared /tmp, platform, Slurm)
+    # are covered by tests/fixtures/logs_field instead; test_field.py checks the union.
+    assert {c["cause"] for c in cases} <= set(CAUSES)
+    assert len({c["cause"] for c in cases}) >= 22
     for case in cases:
         assert (CORPUS / case["file"]).is_file(), case["file"]
         assert case["source"].startswith("https://github.com/"), case["file"]

@@ -38,7 +38,7 @@ def test_heldout_manifest_is_disjoint_and_well_formed() -> None:
         assert case["file"].startswith(case["cause"] + "/")
         assert (HELDOUT / case["file"]).is_file(), case["file"]
     # max_model_len_exceeds_config: no public excerpt outside the main corpus was found.
-    assert len({c["cause"] for c in cases}) >= len(CAUSES) - 1
+    assert len({c["cause"] for c in cases}) >= 21  # of the 22 causes it was collected for
 
 
 def test_heldout_top1_accuracy_and_confusion() -> None:

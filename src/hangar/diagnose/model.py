@@ -29,6 +29,13 @@ CauseId = Literal[
     "max_model_len_exceeds_config",
     "dtype_unsupported",
     "shm_ipc",
+    "ulimit_nproc",
+    "host_oom",
+    "tmp_shared",
+    "vllm_platform",
+    "slurm_time_limit",
+    "slurm_resources",
+    "slurm_auth",
     "other",
 ]
 
@@ -58,6 +65,13 @@ class Signature(BaseModel):
     )
     fallback: bool = Field(
         default=False, description="a generic symptom, dropped when any specific signature fires"
+    )
+    stall: bool = Field(
+        default=False,
+        description=(
+            "a stage marker, not an error: fires only when its last match is among the final "
+            "lines of its file (the log stopped there) and no error signature fired"
+        ),
     )
     explanation: str
     fix: tuple[str, ...] = Field(min_length=1)

@@ -7,6 +7,10 @@ Ranking rules (why the first cause is usually the root and not the last symptom)
   e.g. an address-space limit shows up later as CUDA OOM or a failed import);
 - ``fallback`` signatures (bare tracebacks, "Engine core initialization failed") only
   count when nothing specific fired;
+- ``stall`` signatures are stage markers (NCCL channel setup, placement-group waits): they
+  name the likely cause of a log that *stops* at that stage, so they fire only when their
+  last match lies in the final ``STALL_WINDOW`` lines of its file and no error signature
+  (neither fallback nor stall) fired anywhere;
 - ties go to the cause seen first in the logs.
 """
 
@@ -25,6 +29,7 @@ MAX_EVIDENCE = 4
 MAX_TEXT = 400
 SUPPRESS_FACTOR = 0.5
 MIN_CONFIDENCE = 0.15
+STALL_WINDOW = 25
 
 
 def _aho_corasick() -> Any:
@@ -74,6 +79,7 @@ class _Hits:
     evidence: list[Evidence] = field(default_factory=list)
     keys: set[str] = field(default_factory=set)
     first: tuple[int, int] = (1 << 30, 1 << 30)
+    last: tuple[int, int] = (-1, -1)
     repeats: int = 0
 
 
@@ -89,6 +95,7 @@ class Scanner:
         for pattern in kb.patterns:
             self._by_anchor.setdefault(index[pattern.anchor], []).append(pattern)
         self._hits: dict[tuple[str, str, int], _Hits] = {}
+        self._file_lines: list[int] = []
         self.files: list[str] = []
         self.lines = 0
         self.bytes = 0
@@ -104,6 +111,7 @@ class Scanner:
             self._scan_chunk(source.name, order, chunk, line_no)
             line_no += chunk.count(b"\n")
         self.lines += line_no - 1
+        self._file_lines.append(line_no - 1)
 
     def _scan_chunk(self, name: str, order: int, chunk: bytes, first_line: int) -> None:
         starts = sorted({chunk.rfind(b"\n", 0, pos) + 1 for pos in self._needles.starts(chunk)})
@@ -127,6 +135,7 @@ class Scanner:
         hits = self._hits.setdefault((pattern.signature, pattern.role, pattern.index), _Hits())
         key = reader.fold_key(text)
         hits.first = min(hits.first, (order, line_no))
+        hits.last = max(hits.last, (order, line_no))
         if key in hits.keys:
             hits.repeats += 1
             return
@@ -136,7 +145,7 @@ class Scanner:
 
     def diagnosis(self) -> Diagnosis:
         return Diagnosis(
-            causes=tuple(rank(self.kb.signatures, self._hits)),
+            causes=tuple(rank(self.kb.signatures, self._hits, tuple(self._file_lines))),
             files=tuple(self.files),
             lines_scanned=self.lines,
             bytes_scanned=self.bytes,
@@ -150,14 +159,24 @@ class _Fired:
     first: tuple[int, int]
     evidence: tuple[Evidence, ...]
     repeats: int
+    last: tuple[int, int] = (-1, -1)
 
 
-def _fire(sig: Signature, hits: dict[tuple[str, str, int], _Hits]) -> _Fired | None:
+def _at_end(primary: list[_Hits], file_lines: tuple[int, ...]) -> bool:
+    """The last match of a stage marker lies in the final lines of its file."""
+    order, line = max(h.last for h in primary)
+    total = file_lines[order] if 0 <= order < len(file_lines) else line
+    return line > total - STALL_WINDOW
+
+
+def _fire(
+    sig: Signature, hits: dict[tuple[str, str, int], _Hits], file_lines: tuple[int, ...] = ()
+) -> _Fired | None:
     def seen(role: str, i: int) -> _Hits | None:
         return hits.get((sig.id, role, i))
 
     primary = [h for i in range(len(sig.patterns)) if (h := seen("patterns", i))]
-    if not primary:
+    if not primary or (sig.stall and not _at_end(primary, file_lines)):
         return None
     if any(seen("requires", i) is None for i in range(len(sig.requires))):
         return None
@@ -179,14 +198,21 @@ def _fire(sig: Signature, hits: dict[tuple[str, str, int], _Hits]) -> _Fired | N
         first=first,
         evidence=tuple(evidence[:MAX_EVIDENCE]) + tuple(extra[:2]),
         repeats=1 + sum(h.repeats for h in primary),
+        last=max(h.last for h in primary),
     )
 
 
-def rank(signatures: Iterable[Signature], hits: dict[tuple[str, str, int], _Hits]) -> list[Finding]:
+def rank(
+    signatures: Iterable[Signature],
+    hits: dict[tuple[str, str, int], _Hits],
+    file_lines: tuple[int, ...] = (),
+) -> list[Finding]:
     """Fired signatures -> one finding per cause, best first."""
-    fired = [f for sig in signatures if (f := _fire(sig, hits))]
-    if any(not f.sig.fallback for f in fired):
-        fired = [f for f in fired if not f.sig.fallback]
+    fired = [f for sig in signatures if (f := _fire(sig, hits, file_lines))]
+    if any(not (f.sig.fallback or f.sig.stall) for f in fired):
+        fired = [f for f in fired if not (f.sig.fallback or f.sig.stall)]
+    elif any(f.sig.stall for f in fired):
+        fired = _stalls_not_followed_by_errors(fired)
     demoted = {cause for f in fired for cause in f.sig.suppresses if cause != f.sig.cause}
     best: dict[str, tuple[float, _Fired]] = {}
     for f in fired:
@@ -200,6 +226,13 @@ def rank(signatures: Iterable[Signature], hits: dict[tuple[str, str, int], _Hits
             best[f.sig.cause] = (score, f)
     ordered = sorted(best.values(), key=lambda item: (-item[0], item[1].first))
     return [_finding(score, f) for score, f in ordered if score >= MIN_CONFIDENCE]
+
+
+def _stalls_not_followed_by_errors(fired: list[_Fired]) -> list[_Fired]:
+    """A log that stops at a stage marker is a hang; one that goes on to an error is not."""
+    last_error = max((f.last for f in fired if f.sig.fallback), default=(-1, -1))
+    stalls = [f for f in fired if f.sig.stall and f.last > last_error]
+    return stalls or [f for f in fired if not f.sig.stall]
 
 
 def _finding(score: float, f: _Fired) -> Finding:
