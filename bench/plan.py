@@ -32,6 +32,7 @@ from hangar.models.config import loaded_weight_bytes
 from hangar.models.sources import catalog_entry, catalog_folders, from_catalog
 from hangar.models.spec import ModelSpec, QuantSpec
 from hangar.planning import PlanRequest, plan
+from hangar.planning.accounting import default_accounting
 
 GIB = 2**30
 DEFAULT_CALIBRATION = ROOT.parent / "shared" / "calibration" / "vllm-startup-memory-281.json"
@@ -206,7 +207,8 @@ def heldout_predict(spec: ModelSpec, rec: dict[str, Any]) -> tuple[Any, bool, fl
     """(layout memory, predicted-valid, requested GiB) for one held-out record."""
     flags = rec["flags"]
     base = lookup(HELDOUT_GPUS.get(rec["gpu"], rec["gpu"]))
-    gpu = base.model_copy(update={"memory_bytes": int(rec["gpu_memory_gib"] * GIB)})
+    total = rec["gpu_memory_gib"] + default_accounting().cuda_gap_gib  # the log prints the CUDA total
+    gpu = base.model_copy(update={"memory_bytes": int(total * GIB)})
     tp = flags.get("tp", 1)
     hw = Hardware(gpu=gpu, gpus_per_node=max(8, tp))
     request = PlanRequest(

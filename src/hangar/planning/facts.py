@@ -15,6 +15,7 @@ import yaml
 from hangar.errors import DataError
 from hangar.hardware.spec import Hardware
 from hangar.models.spec import ModelSpec
+from hangar.planning.accounting import default_accounting
 from hangar.planning.memory import Layout, MemoryResult, pp_partition
 from hangar.planning.request import PlanRequest
 from hangar.planning.versions import in_range, parse_version
@@ -491,6 +492,7 @@ def _gib(value: float, version: tuple[int, int, int]) -> str:
 
 def _memory_facts(m: MemoryResult, facts: dict[str, Any]) -> dict[str, Any]:
     version = parse_version(str(facts["vllm_version"]))
+    band = default_accounting().band
     shards = 1
     while (
         shards <= 64 and m.weight_bytes_per_gpu * facts["world_size"] / shards > m.requested_bytes
@@ -504,6 +506,17 @@ def _memory_facts(m: MemoryResult, facts: dict[str, Any]) -> dict[str, Any]:
         "kv_available_bytes": m.kv_available_bytes,
         "kv_available_gib": _gib(m.kv_available_bytes, version),
         "kv_needed_bytes": m.kv_needed_bytes,
+        # the plan's measured error band (planning/data/memory.yaml band): an error only when
+        # even the optimistic end cannot hold one request, a warning inside the band
+        "kv_optimistic_bytes": m.kv_available_bytes + int(band.optimistic * m.requested_bytes),
+        "kv_pessimistic_bytes": m.kv_available_bytes - int(band.pessimistic * m.requested_bytes),
+        "kv_band_low_gib": _gib(
+            max(0, m.kv_available_bytes - int(band.pessimistic * m.requested_bytes)), version
+        ),
+        "kv_band_high_gib": _gib(
+            m.kv_available_bytes + int(band.optimistic * m.requested_bytes), version
+        ),
+        "kv_cache_tokens": m.kv_cache_tokens,
         "kv_needed_gib": _gib(m.kv_needed_bytes, version),
         "max_model_len_fit": m.max_model_len_fit,
         "max_concurrency": m.max_concurrency,

@@ -6,8 +6,9 @@
     tokens     = num_blocks / blocks_per_request * max_model_len            (kv_cache_utils.py:1061)
 
 The most loaded GPU decides (vLLM takes the minimum KV size across the TP x PP workers), so
-weights and KV are computed for the heaviest pipeline stage. The overhead terms are fitted
-to real start-up logs (bench/plan.py prints the error against ../shared/calibration).
+weights and KV are computed for the heaviest pipeline stage. The non-KV terms follow vLLM's
+accounting per version (planning/accounting.py); their few constants are fitted by
+bench/fit_memory.py, and bench/plan.py prints in-sample and held-out errors separately.
 """
 
 from __future__ import annotations
@@ -17,22 +18,14 @@ from dataclasses import dataclass
 
 from hangar.models.params import Breakdown, base_dtype_bytes, breakdown, category_bytes
 from hangar.models.spec import KV_LAYER_TYPES, ModelSpec
+from hangar.planning.accounting import activation_peak_bytes, default_accounting, fixed_bytes
 
 GIB = 2**30
 BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
 
-# Non-KV memory = total consumed since the baseline snapshot + activation peak (+ CUDA
-# graphs from 0.20), fitted by least squares on ../shared/calibration (NVIDIA records; see
-# bench/plan.py): a per-version fixed part (CUDA context, NCCL and cuBLAS workspaces, sampler
-# buffers, graph pool) plus terms in max_num_batched_tokens x hidden (activations) and
-# x top_k (fused-MoE workspaces). GiB per million token*hidden units.
-OVERHEAD_BY_VERSION = (  # (first version, fixed GiB, GiB per M tok*hidden, GiB per M tok*topk*hidden)
-    ((0, 20, 0), 2.6, 0.0033, 0.0010),
-    ((0, 18, 0), 4.5, 0.0033, 0.0010),
-    ((0, 0, 0), 6.2, 0.0, 0.0009),
-)
+# The non-KV terms (non-torch, activation peak, CUDA graphs) per vLLM version live in
+# planning/data/memory.yaml and are computed in planning/accounting.py.
 MULTIMODAL_PROFILE_GIB = 0.35  # fitted: +0.25 (0.18-0.19) to +0.43 (<0.18) GiB for VL models
-REFERENCE_BATCHED_TOKENS = 8192  # the fits come from H200/B200 runs at 8192-16384 tokens
 WEIGHT_LOAD_FACTOR = 1.0
 
 KV_DTYPE_BYTES = {
@@ -320,23 +313,25 @@ def _logged_tokens(
 
 
 def overhead_bytes(spec: ModelSpec, layout: Layout, inputs: MemoryInputs) -> int:
-    """Non-KV memory per GPU (see OVERHEAD_BY_VERSION)."""
-    fixed, per_act, per_moe = next(c[1:] for c in OVERHEAD_BY_VERSION if inputs.vllm_version >= c[0])
+    """Non-KV memory per GPU, term by term (planning/accounting.py, data/memory.yaml)."""
+    tier = default_accounting().tier(inputs.vllm_version)
     tokens = inputs.max_num_batched_tokens
-    # smaller token budgets (GPUs < 70 GiB default to 2048) shrink the sampler/activation part
-    fixed *= 0.4 + 0.6 * min(1.0, tokens / REFERENCE_BATCHED_TOKENS)
-    act = tokens * spec.hidden_size / 1e6
-    moe = act * spec.moe.top_k if spec.moe else 0.0
-    if inputs.enforce_eager:
-        fixed *= 0.85
-    if spec.vision:  # the profile run also pushes a largest-size image batch through the encoder
-        fixed += MULTIMODAL_PROFILE_GIB
-    return int((fixed + per_act * act + per_moe * moe) * GIB)
+    total = fixed_bytes(tier, layout.tp) + activation_peak_bytes(
+        spec, tokens, inputs.max_num_seqs, layout.tp, tier
+    )
+    if spec.vision and tier.engine == "v1":  # the profile run pushes a max-size image batch
+        total += MULTIMODAL_PROFILE_GIB * GIB
+    return int(total)
+
+
+def device_total_bytes(memory_bytes: int) -> int:
+    """What CUDA reports as total (torch.cuda.mem_get_info) for an NVML total."""
+    return memory_bytes - int(default_accounting().cuda_gap_gib * GIB)
 
 
 def memory_for(spec: ModelSpec, layout: Layout, inputs: MemoryInputs) -> MemoryResult:
     weights = weight_bytes_per_gpu(spec, layout)
-    requested = math.ceil(inputs.memory_bytes * inputs.gpu_memory_utilization)
+    requested = math.ceil(device_total_bytes(inputs.memory_bytes) * inputs.gpu_memory_utilization)
     overhead = overhead_bytes(spec, layout, inputs)
     available = requested - weights - overhead
     cap = kv_capacity(spec, layout, inputs, available)

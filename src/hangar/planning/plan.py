@@ -113,6 +113,8 @@ def batch_defaults(
     0.11: arg_utils.py:1605 (no 160 GiB tier; without chunked prefill the tokens default is
     max_model_len itself); 0.8.5: arg_utils.py:1596 (no A100 exception, no clamps).
     """
+    if version < (0, 8, 0):
+        return _v0_batch_defaults(max_model_len, version, chunked_prefill)
     gib = hw.gpu.memory_bytes / GIB
     a100 = "A100" in hw.gpu.name.upper()
     gb10 = hw.gpu.compute_capability == (12, 1)  # 0.33 keeps DGX Spark (SM 12.1) on the small tier
@@ -131,6 +133,22 @@ def batch_defaults(
         tokens = max(max_model_len, tokens)
     tokens = min(seqs * max_model_len, tokens)
     return tokens, min(seqs, tokens)
+
+
+V0_LONG_CONTEXT = 32 * 1024  # arg_utils.py (0.6/0.7): chunked prefill switches on above 32K
+
+
+def _v0_batch_defaults(
+    max_model_len: int, version: tuple[int, int, int], chunked_prefill: bool
+) -> tuple[int, int]:
+    """The V0 engine (default before 0.8.0): SchedulerConfig with max_num_seqs 256; without
+    chunked prefill the token budget is max(max_model_len, 2048); chunked prefill is switched
+    on by EngineArgs only above 32K tokens, with 512 tokens before 0.6.5 and 2048 after
+    (_DEFAULT_MAX_NUM_BATCHED_TOKENS). Hangar's request keeps chunked prefill on by default,
+    so `chunked_prefill` only counts above 32K here, as in V0."""
+    if chunked_prefill and max_model_len > V0_LONG_CONTEXT:
+        return (512 if version < (0, 6, 5) else 2048), 256
+    return max(max_model_len, 2048), 256
 
 
 def effective_settings(model: ModelSpec, hw: Hardware, request: PlanRequest) -> Settings:
