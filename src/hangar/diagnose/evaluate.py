@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
+from hangar.diagnose import reader
 from hangar.diagnose.knowledge import KnowledgeBase
 from hangar.diagnose.scan import Scanner
-from hangar.diagnose import reader
 
 UNKNOWN = "unknown"
 
