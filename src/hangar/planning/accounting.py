@@ -34,9 +34,9 @@ from typing import Any
 
 import yaml
 
-from hangar.errors import DataError
+from hangar.errors import DataError, UsageError
 from hangar.models.spec import ModelSpec
-from hangar.planning.versions import parse_version
+from hangar.planning.versions import DEFAULT_VLLM_VERSION, parse_version
 
 GIB = 2**30
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
@@ -160,3 +160,15 @@ def activation_peak_bytes(spec: ModelSpec, tokens: int, seqs: int, tp: int, tier
 
 def fixed_bytes(tier: Tier, tp: int) -> float:
     return (tier.fixed_gib + (tier.tp_extra_gib if tp > 1 else 0.0)) * GIB
+
+
+def check_supported_version(text: str, version: tuple[int, int, int]) -> None:
+    """Refuse a version older than every rule and memory tier Hangar has (memory.yaml)."""
+    oldest = default_accounting().oldest
+    if version < oldest:
+        first = ".".join(map(str, oldest))
+        raise UsageError(
+            f"--vllm-version {text}: unknown version range; Hangar's rules and memory "
+            f"accounting start at vLLM {first}",
+            hint=f"--vllm-version {first} or newer (e.g. --vllm-version {DEFAULT_VLLM_VERSION})",
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hangar.errors import UsageError
+from hangar.planning.accounting import check_supported_version
 from hangar.planning.plan import Plan, plan
 from hangar.planning.request import PlanRequest
 from hangar.planning.versions import DEFAULT_VLLM_VERSION, parse_version
@@ -35,9 +36,10 @@ def make_plan(
 
     version = vllm_version or DEFAULT_VLLM_VERSION
     try:
-        parse_version(version)
+        parsed = parse_version(version)
     except ValueError as exc:
         raise UsageError(str(exc), hint="--vllm-version 0.33.0") from exc
+    check_supported_version(version, parsed)
     spec = load_model(model_ref)
     hardware = hardware_from_args(gpu, gpus, nodes)
     auto_fit = max_model_len == -1

@@ -167,6 +167,13 @@ def _architecture_facts(architecture: str, version: tuple[int, int, int]) -> dic
         for suffix in ADAPTER_SUFFIXES
         if architecture.endswith(suffix)
     ]
+    later = [v for parsed, v in known if parsed > version]
+    unread = later and parse_version(usable[-1]) != version
+    if unread and any(c in architecture_table()["versions"][later[0]]["registered"] for c in candidates):
+        # between two read wheels and registered in the next one: it may have been added in
+        # this very release (GptOssForCausalLM came in 0.10.1, between 0.8.5 and 0.11.0), so
+        # Hangar cannot tell and stays silent instead of warning
+        registered.update(candidates)
     return {
         "arch_checked": True,
         "arch_registered": any(c in registered for c in candidates),

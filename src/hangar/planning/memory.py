@@ -71,6 +71,8 @@ class MemoryInputs:
     vllm_version: tuple[int, int, int] = (0, 33, 0)
     enforce_eager: bool = False
     unified_memory: bool = False
+    compute_capability: tuple[int, int] = (9, 0)
+    rocm: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,14 +121,56 @@ def _shard(spec: ModelSpec, layout: Layout, category: str) -> float:
     return 1.0 / tp
 
 
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def _mxfp4_alignment(inputs: MemoryInputs | None) -> tuple[int, int]:
+    """(hidden, intermediate) alignment of the MXFP4 MoE backend vLLM picks
+    (fused_moe/oracle/mxfp4.py:816 mxfp4_round_up_hidden_size_and_intermediate_size in 0.32;
+    0.10-0.11 mxfp4.py Mxfp4MoEMethod.create_weights): Marlin (CUDA below SM 9.0, and SM 9.0
+    before the wheel vendored triton_kernels in 0.10.2: 0.10.1 logs "leveraging the Marlin
+    kernel" on H100) and FlashInfer TRT-LLM (SM 10.x) pad hidden to 256 and the per-rank
+    intermediate to 128; Triton matmul_ogs (SM 9.0 from 0.10.2) pads the intermediate to 64;
+    ROCm pads both to 256."""
+    if inputs is None:
+        return 1, 1
+    if inputs.rocm:
+        return 256, 256
+    cap, version = inputs.compute_capability, inputs.vllm_version
+    if cap == (9, 0) and version >= (0, 10, 2):
+        return 1, 64
+    return 256, 128
+
+
+def mxfp4_expert_padding(spec: ModelSpec, layout: Layout, inputs: MemoryInputs | None) -> float:
+    """Growth of the routed-expert bytes from the MXFP4 kernels' load-time padding."""
+    q, moe = spec.quant, spec.moe
+    fmt = (q.expert_format or q.weight_format or "") if q else ""
+    if moe is None or fmt.lower() != "mxfp4":
+        return 1.0
+    shards = 1 if layout.ep else layout.tp * layout.dp
+    inter = max(1, moe.expert_intermediate_size // shards)
+    hidden = spec.hidden_size
+    align_h, align_i = _mxfp4_alignment(inputs)
+    return (_round_up(hidden, align_h) / hidden) * (_round_up(inter, align_i) / inter)
+
+
 def stage_weight_bytes(
-    spec: ModelSpec, b: Breakdown, layout: Layout, stage: int, layers: range
+    spec: ModelSpec,
+    b: Breakdown,
+    layout: Layout,
+    stage: int,
+    layers: range,
+    inputs: MemoryInputs | None = None,
 ) -> float:
     base = base_dtype_bytes(spec)
+    pad = mxfp4_expert_padding(spec, layout, inputs)
     total = 0.0
     for i in layers:
         for category, count in b.layers[i].items():
-            total += count * category_bytes(spec, category) * _shard(spec, layout, category)
+            share = count * category_bytes(spec, category) * _shard(spec, layout, category)
+            total += share * pad if category == "experts" else share
     if stage == 0:
         total += (b.embed + b.vision) * base / layout.tp
     if stage == layout.pp - 1:
@@ -134,10 +178,10 @@ def stage_weight_bytes(
     return total
 
 
-def weight_bytes_per_gpu(spec: ModelSpec, layout: Layout) -> int:
+def weight_bytes_per_gpu(spec: ModelSpec, layout: Layout, inputs: MemoryInputs | None = None) -> int:
     b = breakdown(spec)
     stages = _stage_ranges(spec, layout.pp)
-    raw = max(stage_weight_bytes(spec, b, layout, s, r) for s, r in enumerate(stages))
+    raw = max(stage_weight_bytes(spec, b, layout, s, r, inputs) for s, r in enumerate(stages))
     scale = _checkpoint_scale(spec, b)
     return int(raw * scale * WEIGHT_LOAD_FACTOR)
 
@@ -330,7 +374,7 @@ def device_total_bytes(memory_bytes: int) -> int:
 
 
 def memory_for(spec: ModelSpec, layout: Layout, inputs: MemoryInputs) -> MemoryResult:
-    weights = weight_bytes_per_gpu(spec, layout)
+    weights = weight_bytes_per_gpu(spec, layout, inputs)
     requested = math.ceil(device_total_bytes(inputs.memory_bytes) * inputs.gpu_memory_utilization)
     overhead = overhead_bytes(spec, layout, inputs)
     available = requested - weights - overhead

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hangar.hardware.spec import Hardware
 from hangar.models.spec import ModelSpec
+from hangar.planning.accounting import check_supported_version
 from hangar.planning.facts import build_facts
 from hangar.planning.memory import (
     Layout,
@@ -205,6 +206,8 @@ def _memory_inputs(hw: Hardware, s: Settings, version: str) -> MemoryInputs:
         unified_memory=hw.gpu.unified_memory,
         vllm_version=parse_version(version),
         enforce_eager=not s.cuda_graphs,
+        compute_capability=hw.gpu.compute_capability,
+        rocm=hw.gpu.generation.startswith("cdna"),
     )
 
 
@@ -311,6 +314,7 @@ def plan(
     model: ModelSpec, hardware: Hardware, request: PlanRequest, rules: RuleSet | None = None
 ) -> Plan:
     """Check every candidate layout; the requested one (if any) comes first."""
+    check_supported_version(request.vllm_version, parse_version(request.vllm_version))
     ruleset = rules or default_rules()
     s = effective_settings(model, hardware, request)
     layouts = [
