@@ -1,0 +1,232 @@
+"""The Slurm test cluster itself works (tests/support/slurm_cluster.py), so that a failure in
+the Slurm target's tests is about the target, not about the cluster.
+
+Real daemons (Debian's slurm-wlm 22.05, munge, slurmdbd + MariaDB), two slurmd in their own
+network namespaces, fake GPUs (GRES symlinks to /dev/null), and a real 2-node Ray cluster
+started by a batch script. One cluster for the whole session (the ``slurm_cluster`` fixture).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from support.slurm_cluster import SlurmCluster
+
+T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T], timeout: float, what: str) -> T:
+    """Poll ``check`` until it returns something true (no fixed sleeps)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.1)
+
+
+def output_of(cluster: SlurmCluster, job: int) -> str:
+    matches = list(cluster.job_dir.glob(f"*-{job}.out"))
+    return matches[0].read_text(encoding="utf-8") if matches else ""
+
+
+def test_two_idle_nodes_with_fake_gpus(slurm_cluster: SlurmCluster) -> None:
+    out = slurm_cluster.slurm("sinfo", "-h", "-N", "-p", "debug", "-o", "%N %T %G", check=True)
+    rows = sorted(set(out.stdout.split("\n")) - {""})
+    assert rows == [f"{node.name} idle gpu:4" for node in slurm_cluster.nodes]
+    assert slurm_cluster.gpus_per_node == 4
+    assert slurm_cluster.partition == "debug"
+
+
+def test_two_node_job_sees_its_own_hostname_ip_and_gpus(slurm_cluster: SlurmCluster) -> None:
+    script = (
+        "#!/bin/bash\nsrun -l bash -c 'echo \"$(hostname) $(hostname -I) $CUDA_VISIBLE_DEVICES\"'\n"
+    )
+    job = slurm_cluster.submit(script, "-N2", "--gres=gpu:2", name="where")
+    assert slurm_cluster.wait_job_gone(job, timeout=60) == "COMPLETED"
+    lines = sorted(output_of(slurm_cluster, job).split("\n"))
+    expected = [f"{i}: {n.name} {n.ip} 0,1" for i, n in enumerate(slurm_cluster.nodes)]
+    assert [" ".join(line.split()) for line in lines if line] == expected
+
+
+def test_more_gpus_than_a_node_has_is_rejected_with_slurms_message(
+    slurm_cluster: SlurmCluster,
+) -> None:
+    out = slurm_cluster.slurm("sbatch", "--parsable", "--gres=gpu:5", "--wrap=true")
+    assert out.returncode == 1
+    assert out.stderr.strip() == (
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available"
+    )
+
+
+def test_a_job_over_the_partition_limits_stays_pending_with_the_reason(
+    slurm_cluster: SlurmCluster,
+) -> None:
+    short = slurm_cluster.limited_partition
+    too_wide = slurm_cluster.submit("#!/bin/bash\ntrue\n", "-p", short, "-N2", name="wide")
+    too_long = slurm_cluster.submit("#!/bin/bash\ntrue\n", "-p", short, "-t", "10", name="long")
+
+    def queued(job: int) -> str:
+        return slurm_cluster.slurm("squeue", "-h", "-j", str(job), "-o", "%T %r").stdout.strip()
+
+    try:
+        for job, reason in ((too_wide, "PartitionNodeLimit"), (too_long, "PartitionTimeLimit")):
+            # The first scheduler pass may say PartitionConfig; the limit's reason follows.
+            wait_for(lambda j=job, r=reason: queued(j).endswith(r), 20, f"{job} pending: {reason}")
+            assert queued(job) == f"PENDING {reason}"
+    finally:
+        slurm_cluster.slurm("scancel", str(too_wide), str(too_long), check=True)
+    for job in (too_wide, too_long):
+        assert slurm_cluster.wait_job_gone(job, timeout=30).startswith("CANCELLED")
+
+
+def test_sacct_lists_finished_jobs_with_their_gpus(slurm_cluster: SlurmCluster) -> None:
+    job = slurm_cluster.submit("#!/bin/bash\nexit 3\n", "--gres=gpu:1", name="fails")
+    assert slurm_cluster.wait_job_gone(job, timeout=60) == "FAILED"
+    out = slurm_cluster.slurm(
+        "sacct",
+        "-n",
+        "-X",
+        "-P",
+        "-j",
+        str(job),
+        "-o",
+        "JobID,State,ExitCode,AllocTRES",
+        check=True,
+    )
+    job_id, state, exit_code, tres = out.stdout.strip().split("|")
+    assert (job_id, state, exit_code) == (str(job), "FAILED", "3:0")
+    assert "gres/gpu=1" in tres.split(",")
+
+
+def test_scancel_leaves_no_job_process(slurm_cluster: SlurmCluster) -> None:
+    script = "#!/bin/bash\nsrun --overlap sleep 300 &\nsleep 300\n"
+    job = slurm_cluster.submit(script, "-N1", name="sleeper")
+
+    def sleeps() -> list[str]:
+        return [
+            p.cmdline
+            for p in slurm_cluster.job_processes(job)
+            if p.cmdline.endswith("sleep 300") and "srun" not in p.cmdline
+        ]
+
+    # one in the batch step, one in the srun step (slurmstepd runs it by full path)
+    assert sorted(wait_for(lambda: len(sleeps()) == 2 and sleeps(), 30, "both sleeps")) == [
+        "/usr/bin/sleep 300",
+        "sleep 300",
+    ]
+    slurm_cluster.slurm("scancel", str(job), check=True)
+    assert slurm_cluster.wait_job_gone(job, timeout=30).startswith("CANCELLED")
+    assert slurm_cluster.job_processes(job) == []
+
+
+def test_a_server_in_a_job_is_reached_from_the_root_namespace_and_the_other_node(
+    slurm_cluster: SlurmCluster,
+) -> None:
+    node = slurm_cluster.nodes[0]
+    marker = slurm_cluster.job_dir / "marker.txt"
+    marker.write_text("hello from the job dir\n", encoding="utf-8")
+    url = f"http://{node.ip}:28080/{marker.name}"
+    server = f"{sys.executable} -m http.server 28080 --bind {node.ip} -d {slurm_cluster.job_dir}"
+    job = slurm_cluster.submit(f"#!/bin/bash\nexec {server}\n", "-w", node.name, name="http")
+    try:
+        assert wait_for(lambda: http_get(url), 30, "the job's HTTP server") == marker.read_text()
+        fetch = f"import urllib.request as u; print(u.urlopen({url!r}).read().decode(), end='')"
+        other = slurm_cluster.run_on_node(
+            1, [sys.executable, "-c", fetch], capture_output=True, text=True
+        )
+        assert other.stdout == marker.read_text(), other.stderr
+    finally:
+        slurm_cluster.slurm("scancel", str(job))
+    slurm_cluster.wait_job_gone(job, timeout=30)
+
+
+def http_get(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return str(response.read().decode())
+    except OSError:
+        return ""
+
+
+RAY_SCRIPT = r"""#!/bin/bash
+# A 2-node Ray cluster the way a site script starts one: head-only options on the first
+# node, worker-only options on the second, each `ray start --block` under its own srun
+# step, GCS port outside Ray's worker-port range (10002-19999), a short private
+# --temp-dir per node, teardown by the PIDs of the two steps (never `ray stop`).
+set -euo pipefail
+mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
+head_ip="$(getent hosts "${nodes[0]}" | awk '{print $1}')"
+tmp="$JOB_SCRATCH/r$SLURM_JOB_ID"
+mkdir -m 0700 -p "$tmp"
+pids=()
+cleanup() {
+  if ((${#pids[@]})); then kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+srun -N1 -n1 -w "${nodes[0]}" --overlap "$RAY_BIN/ray" start --head --block \
+  --node-ip-address="$head_ip" --port=6380 --num-cpus=1 --num-gpus="$GPUS" \
+  --temp-dir="$tmp/h" --include-dashboard=false --disable-usage-stats &
+pids+=("$!")
+srun -N1 -n1 -w "${nodes[1]}" --overlap bash -c \
+  'exec "$1/ray" start --block --address="$2:6380" --node-ip-address="$(hostname -I | cut -d" " -f1)" --num-cpus=1 --num-gpus="$3" --temp-dir="$4/w"' \
+  _ "$RAY_BIN" "$head_ip" "$GPUS" "$tmp" &
+pids+=("$!")
+"$RAY_BIN/python" - "$head_ip:6380" <<'PY'
+import sys, time
+import ray
+deadline = time.monotonic() + 90
+while True:
+    try:
+        ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
+        break
+    except Exception:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.5)
+while True:
+    nodes = sorted(n["NodeManagerAddress"] for n in ray.nodes() if n["Alive"])
+    gpus = int(ray.cluster_resources().get("GPU", 0))
+    if len(nodes) == 2 and gpus == 8:
+        break
+    if time.monotonic() > deadline:
+        sys.exit(f"RAY_NOT_READY nodes={nodes} gpus={gpus}")
+    time.sleep(0.5)
+print("RAY_READY nodes=" + ",".join(nodes) + f" gpus={gpus}", flush=True)
+ray.shutdown()
+PY
+"""
+
+
+def test_two_node_ray_cluster_with_fake_gpus_torn_down_by_pid(
+    slurm_cluster: SlurmCluster, ray_python: Path
+) -> None:
+    script = slurm_cluster.job_dir / "ray.sbatch"
+    script.write_text(RAY_SCRIPT, encoding="utf-8")
+    exports = f"ALL,RAY_BIN={ray_python.parent},JOB_SCRATCH={slurm_cluster.job_dir}"
+    out = slurm_cluster.slurm(
+        "sbatch",
+        "--parsable",
+        "-N2",
+        f"--gres=gpu:{slurm_cluster.gpus_per_node}",
+        f"--export={exports},GPUS={slurm_cluster.gpus_per_node}",
+        f"--output={slurm_cluster.job_dir}/ray-%j.out",
+        str(script),
+        check=True,
+    )
+    job = int(out.stdout.strip())
+    state = slurm_cluster.wait_job_gone(job, timeout=150)
+    log = output_of(slurm_cluster, job)
+    ips = ",".join(node.ip for node in slurm_cluster.nodes)
+    assert f"RAY_READY nodes={ips} gpus=8" in log, log
+    assert state == "COMPLETED", log
+    assert slurm_cluster.job_processes(job) == []
+    assert not (slurm_cluster.job_dir / f"r{job}").exists()
