@@ -1,0 +1,583 @@
+"""The Slurm job as text: ``render_slurm(deployment, context) -> Rendered``, pure.
+
+Three files go into the run dir (which must be on a filesystem the nodes share):
+
+``job.sbatch``     the batch step, on the job's first node: checks the node count, finds the
+                   head (first of ``scontrol show hostnames "$SLURM_JOB_NODELIST"``, which
+                   is where sbatch runs the script, sbatch.1) and its IP, writes
+                   ``endpoint.json``, starts ``node.sh`` on the nodes with ``srun`` and ends
+                   every step once the server's step ends (or on SIGTERM from scancel).
+``node.sh ROLE``   one copy per node, in its own srun step (``single``, ``mp``, ``ray-head``,
+                   ``ray-worker``): a private temp dir, raised limits, this node's IP and env,
+                   then vLLM (or Ray, then vLLM); its trap stops its children by PID and
+                   removes the temp dir on EXIT and TERM.
+``hangar_node.py`` the in-job helper run with the engine's interpreter: the node's IP,
+                   the atomic ``endpoint.json`` write, the Ray object-store size, the Ray
+                   readiness gate (polls until every node and GPU is registered).
+
+What the job writes into the run dir: ``endpoint.json`` (``{"host", "port", "node",
+"job_id"}``, tmp file + rename, before vLLM starts; the launcher polls it for the URL),
+``slurm-<jobid>.out`` (the batch step), ``node-<nodename>.log`` (each node's step: Ray and
+vLLM of that node, and the line ``hangar: ulimit -v <soft> -n <soft> on <node>``).
+
+Quoting. Every value reaches a template through a filter: ``q`` (``shlex.quote``),
+``words`` (a list of ``q``'d words), ``envname`` (a validated identifier) or ``sbatch``
+(an ``#SBATCH`` value that ``shlex.quote`` leaves unchanged). The filters return
+``Quoted``; the environment's ``finalize`` refuses anything else, so a value that skipped
+quoting cannot be rendered at all. Values only ever appear as whole shell words
+(assignments, array elements), never inside another quoted string.
+
+Runtime values. The head's IP, each node's IP, the object-store size and Ray's PID are
+known only in the job. They are written into argv as sentinels ``runtime("NAME")``: a
+NUL-delimited name (the schema refuses NUL in every user value, and the kernel cannot
+carry one in argv, so a sentinel cannot be forged). ``q`` turns each sentinel into
+``"${NAME}"`` and quotes the literal text around it, so ``--address=`` + sentinel +
+``:6379`` renders as ``--address="${HANGAR_HEAD_IP}":6379``. The node count is known at
+render time, so mp mode renders one complete ``vllm serve`` argv per rank (all from
+``planning.serve``, the one builder) and the node picks its own by its position in the
+job's node list.
+
+Decisions (and the trap each one avoids, shared/research/multinode.md):
+- ``#SBATCH --nodes=N --ntasks-per-node=1`` with ``--gpus-per-node=G`` (or typed
+  ``--gres=gpu:TYPE:G``), never ``--gpus-per-task`` (§4.2, §5 #5); values that are not
+  shell-safe words (a constraint with ``&``) and every path go on the sbatch argv.
+- No ``srun --overlap``: Ray mode runs the readiness gate and ``vllm serve`` inside the
+  head node's own step, next to ``ray start --head --block``, so it works on Slurm before
+  22.05 where ``--overlap`` does not share GPUs (§4.4), and the workers run in a second
+  step on the other nodes. GPUs are checked with ``SLURM_GPUS_ON_NODE`` inside each step,
+  never ``SLURM_JOB_GPUS`` (inherited from node 0, §4.1).
+- ``VLLM_HOST_IP`` is set inside each node's step, never at the top of the batch script
+  (§5 #2); the head uses the IP the batch step found, other nodes the address of the
+  interface given, or the source address they use to reach the head (what Ray does, §1.4).
+- The node temp dir ``<tmp_root or ${SLURM_TMPDIR:-/tmp}>/hg<jobid>.<restart>`` is
+  created with ``mkdir -m 0700`` (fails when it exists: a shared tmp_root or a foreign dir
+  is refused, never reused). The path is the same on every node because Ray <= 2.54 gives
+  workers the head's temp path (§1.1). In Ray mode it must stay at most
+  ``RAY_TMPDIR_MAX`` characters (AF_UNIX 107-byte socket paths, §1.5). TMPDIR,
+  RAY_TMPDIR, VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR all live
+  there: ``ctx.engine_cache`` is a path on the submitting host, not known to be shared or
+  safe for concurrent writers on a cluster; a user who wants a persistent compile cache
+  sets VLLM_CACHE_ROOT (and friends) under ``[env]``, which wins. Ray spills into its
+  session dir, i.e. into that node-local dir (Ray's default, ``node.py:2207-2245``).
+- Ray: options by role from ``templates/ray_start.yaml`` (user args in the wrong role are
+  refused), ``--block`` always, worker-port range moved off every rendered port,
+  ``RAY_AUTH_MODE=disabled`` on every node (the 2.59+ token trap, §1.10), ``RAY_ADDRESS``
+  as ``ip:port`` for the driver (never ``http://``, §1.11), teardown by PID (never
+  ``ray stop``, §1.9).
+- mp: one ``srun --kill-on-bad-exit=1 --wait=W`` step over all nodes: any rank failing
+  ends all of them, and once rank 0 exits the others are killed after W seconds (headless
+  ranks do not exit by themselves, §3.3; feasibility.md §1.7). Rank 0 is the head.
+- Environment precedence, lowest first: the submitting shell (sbatch ``--export=ALL``;
+  this is also how secrets reach the job: they are listed in ``Rendered.secret_env`` and
+  never written), Hangar's per-node dirs and settings, workarounds, the deployment's
+  ``[env]``. ``HF_HUB_OFFLINE=1`` when the model is a local path. ``HF_HOME`` comes from
+  ``[env]`` or the submitting shell.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from hangar.deploy.schema import Deployment, SlurmTarget, SlurmTargetSection, is_secret_name
+from hangar.errors import HangarError
+from hangar.launch.spec import entrypoint
+from hangar.launch.targets.base import RenderContext, Rendered, RenderedFile
+from hangar.planning import serve
+
+JOB_FILE = "job.sbatch"
+NODE_FILE = "node.sh"
+HELPER_FILE = "hangar_node.py"
+ENDPOINT_FILE = "endpoint.json"
+BATCH_LOG = "slurm-%j.out"  # sbatch filename pattern: %j = job id
+NODE_LOG = "node-%N.log"  # srun filename pattern: %N = node name, one file per node
+# RAY_TMPDIR/ray/session_<date>_<time>_<usec>_<pid>/sockets/plasma_store.N is ~70 bytes
+# after RAY_TMPDIR; AF_UNIX paths end at 107 (multinode.md §1.5).
+RAY_TMPDIR_MAX = 36
+# A small explicit object store: vLLM's Ray executor moves only control traffic through it
+# (multinode.md §1.5); the job lowers it to 30% of memory and 95% of free /dev/shm.
+OBJECT_STORE_CAP = 4 * 1024**3
+# The readiness gate's deadline (multinode.md §1.12 suggests 300-600 s); the launcher's own
+# ready_timeout_s bounds it further.
+RAY_GATE_MAX_S = 600.0
+# A node's trap must finish inside Slurm's KillWait (30 s default, slurm.conf.5) so the
+# temp dir is still removed; children get this long between SIGTERM and SIGKILL.
+NODE_STOP_MAX_S = 20.0
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SENTINEL = re.compile("\x00([A-Z_]+)\x00")
+# Runtime values a template may expand (see the module docstring).
+RUNTIME_NAMES = frozenset(
+    {"HEAD_IP", "HANGAR_HEAD_IP", "VLLM_HOST_IP", "JOB_TMP", "OBJECT_STORE_BYTES", "RAY_PID"}
+)
+
+
+class RenderError(HangarError):
+    """The deployment cannot be rendered as a correct Slurm job (names the field and fix)."""
+
+
+class UnquotedValue(RuntimeError):
+    """A template printed a value that did not pass through a quoting filter (a bug)."""
+
+
+class Quoted(str):
+    """Text already safe to place as shell words."""
+
+    __slots__ = ()
+
+
+def runtime(name: str) -> str:
+    """A value only the job knows, rendered as ``"${NAME}"``."""
+    if name not in RUNTIME_NAMES:
+        raise ValueError(f"unknown runtime value {name!r}")
+    return f"\x00{name}\x00"
+
+
+# --- quoting filters ------------------------------------------------------------------
+
+
+def _quote_text(text: str) -> str:
+    pieces = _SENTINEL.split(text)  # literal, name, literal, name, ..., literal
+    out: list[str] = []
+    for i, piece in enumerate(pieces):
+        if i % 2:
+            if piece not in RUNTIME_NAMES:
+                raise UnquotedValue(f"unknown runtime value {piece!r}")
+            out.append(f'"${{{piece}}}"')
+        elif piece:
+            if "\x00" in piece:
+                raise UnquotedValue(f"stray NUL in {piece!r}")
+            out.append(_shell_quote(piece))
+    return "".join(out) or "''"
+
+
+def _shell_quote(text: str) -> str:
+    """``shlex.quote``, with ``$`` and backticks taken out of the single quotes as ``\\$``
+    and ``\\```: the same word to bash, and shellcheck's SC2016 ("expressions don't expand
+    in single quotes") cannot fire on data that is literal by design. shlex.quote quotes
+    any text holding either character, so both only ever occur inside single quotes."""
+    return shlex.quote(text).replace("$", "'\\$'").replace("`", "'\\`'")
+
+
+def q(value: object) -> Quoted:
+    """One shell word: ``shlex.quote``, runtime sentinels as ``"${NAME}"``."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, Path)):
+        raise UnquotedValue(f"cannot quote {type(value).__name__} {value!r}")
+    return Quoted(_quote_text(str(value)))
+
+
+def words(values: Iterable[object]) -> Quoted:
+    return Quoted(" ".join(q(v) for v in values))
+
+
+def envname(value: object) -> Quoted:
+    if not isinstance(value, str) or not _ENV_NAME.fullmatch(value):
+        raise UnquotedValue(f"not an environment variable name: {value!r}")
+    return Quoted(value)
+
+
+def sbatch_value(value: object) -> Quoted:
+    """An ``#SBATCH`` option: sbatch splits these lines itself, so only words that
+    ``shlex.quote`` leaves unchanged (no space, quote or shell character) are allowed."""
+    if not isinstance(value, str) or not value or shlex.quote(value) != value:
+        raise UnquotedValue(f"not a simple sbatch option: {value!r}")
+    return Quoted(value)
+
+
+def _finalize(value: object) -> object:
+    if isinstance(value, Quoted):
+        return value
+    raise UnquotedValue(f"template printed an unquoted value {value!r}: use | q")
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FunctionLoader(_template_source),
+        undefined=jinja2.StrictUndefined,
+        finalize=_finalize,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        # Jinja's default comment tag "{#" occurs in bash (${#ARRAY[@]}); no comments.
+        comment_start_string="<<hangar#",
+        comment_end_string="#hangar>>",
+    )
+    env.filters.update(q=q, words=words, envname=envname, sbatch=sbatch_value)
+    return env
+
+
+def _templates() -> Any:
+    return resources.files("hangar.launch.targets").joinpath("templates")
+
+
+def _template_source(name: str) -> str:
+    return str(_templates().joinpath(name).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def ray_options() -> dict[str, Any]:
+    """``templates/ray_start.yaml``: head-only, worker-only and Hangar-owned options."""
+    data = yaml.safe_load(_template_source("ray_start.yaml"))
+    if not isinstance(data, dict) or data.get("version") != 1:
+        raise RenderError("templates/ray_start.yaml: version must be 1 (a bug in Hangar's data)")
+    return data
+
+
+def _render(name: str, values: Mapping[str, object]) -> str:
+    return _environment().get_template(name).render(**values)
+
+
+# --- the pieces ------------------------------------------------------------------------
+
+
+def job_name(d: Deployment) -> str:
+    """``hangar-<label>`` with anything outside [A-Za-z0-9._-] replaced (squeue shows it)."""
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", d.label).strip("_.-")[:48]
+    return f"hangar-{label or 'run'}"
+
+
+def mode_of(d: Deployment) -> str:
+    """``single`` on one node (whatever multinode says), else ``ray`` or ``mp``."""
+    if d.resources.nodes == 1:
+        return "single"
+    return str(_slurm(d).multinode)
+
+
+def _slurm(d: Deployment) -> SlurmTarget:
+    t = d.target
+    if not isinstance(t, SlurmTargetSection):
+        raise RenderError(
+            f"render_slurm got target.kind = {t.kind!r}", hint='set [target] kind = "slurm"'
+        )
+    return t.slurm
+
+
+def sbatch_options(d: Deployment) -> list[str]:
+    """Every sbatch option from [resources] and [target.slurm], as ``--name[=value]``."""
+    s, r = _slurm(d), d.resources
+    gpus = f"--gres=gpu:{s.gres_type}:{r.gpus}" if s.gres_type else f"--gpus-per-node={r.gpus}"
+    opts = [f"--job-name={job_name(d)}", f"--nodes={r.nodes}", "--ntasks-per-node=1", gpus]
+    named: list[tuple[str, object]] = [
+        ("partition", s.partition), ("account", s.account), ("qos", s.qos), ("time", s.time),
+        ("cpus-per-task", s.cpus_per_task), ("mem", s.mem), ("constraint", s.constraint),
+        ("reservation", s.reservation),
+    ]  # fmt: skip
+    opts += [f"--{name}={value}" for name, value in named if value is not None]
+    opts += ["--exclusive"] if s.exclusive else []
+    return opts + list(s.sbatch_extra)
+
+
+def _filename_pattern_dir(run_dir: Path) -> str:
+    r"""The run dir inside an sbatch/srun filename pattern: ``%`` doubled; a backslash
+    would switch every pattern off (sbatch.1, filename pattern), so it is refused."""
+    text = str(run_dir)
+    if "\\" in text:
+        raise RenderError(
+            f"run dir {text!r} contains a backslash, which disables Slurm's %j/%N patterns",
+            hint="use a Hangar state dir without backslashes (HANGAR_STATE_DIR)",
+        )
+    return text.replace("%", "%%")
+
+
+def sbatch_argv(d: Deployment, run_dir: Path, on_argv: Sequence[str]) -> tuple[str, ...]:
+    pattern_dir = _filename_pattern_dir(run_dir)
+    return (
+        "sbatch",
+        "--parsable",
+        "--export=ALL",  # the submitting env, secrets included, reaches every step
+        f"--output={pattern_dir}/{BATCH_LOG}",
+        f"--chdir={run_dir}",
+        *on_argv,
+        str(run_dir / JOB_FILE),
+    )
+
+
+def _is_local_model(model_id: str) -> bool:
+    # Hub ids are "org/name"; a path is absolute or explicitly relative.
+    return model_id.startswith(("/", "./", "../", "~"))
+
+
+def _world_size(d: Deployment) -> int:
+    p = d.parallel
+    return p.tensor * p.pipeline * p.data
+
+
+def _secret(name: str, ctx: RenderContext) -> bool:
+    return is_secret_name(name) or name in ctx.secret_names
+
+
+def secret_env(d: Deployment, ctx: RenderContext) -> tuple[str, ...]:
+    """Names the job gets from the submitting environment and never from a file."""
+    return tuple(sorted({n for n in d.env if _secret(n, ctx)} | set(ctx.secret_names)))
+
+
+def _gloo_ifname(spec: str) -> str | None:
+    """Gloo takes an interface name, not NCCL's ``^exclude``/prefix list: the first name."""
+    names = [e.lstrip("=") for e in spec.split(",") if e and not e.startswith("^")]
+    return names[0] if names else None
+
+
+def node_iface(d: Deployment) -> str:
+    """The interface the node IP is read from: network_interface, else the user's own
+    NCCL/Gloo interface setting, else none (route to the head)."""
+    s = _slurm(d)
+    return s.network_interface or d.env.get("NCCL_SOCKET_IFNAME") or ""
+
+
+def node_env(d: Deployment, ctx: RenderContext, mode: str) -> list[tuple[str, str]]:
+    """What node.sh exports, in precedence order (later wins), secrets left out."""
+    tmp = runtime("JOB_TMP")
+    env: dict[str, str] = {
+        "TMPDIR": tmp,  # vLLM's IPC sockets and vllm_dist_* dirs (VLLM_RPC_BASE_PATH)
+        "RAY_TMPDIR": tmp,
+        "VLLM_CACHE_ROOT": f"{tmp}/vllm",
+        "TORCHINDUCTOR_CACHE_DIR": f"{tmp}/torchinductor",
+        "TRITON_CACHE_DIR": f"{tmp}/triton",
+        "PYTHONUNBUFFERED": "1",
+    }
+    if _is_local_model(d.model.id):
+        env["HF_HUB_OFFLINE"] = "1"
+    if mode == "ray":
+        env["RAY_AUTH_MODE"] = "disabled"  # Ray >= 2.59 token trap (multinode.md §1.10)
+    iface = _slurm(d).network_interface
+    if iface:
+        env["NCCL_SOCKET_IFNAME"] = iface
+        gloo = _gloo_ifname(iface)
+        if gloo:
+            env["GLOO_SOCKET_IFNAME"] = gloo
+    env.update(ctx.applied.env)
+    env.update(d.env)
+    for name in env:
+        if not _ENV_NAME.fullmatch(name):
+            raise RenderError(f"environment name {name!r} is not a valid shell name")
+    return [(k, v) for k, v in env.items() if not _secret(k, ctx)]
+
+
+def _python(d: Deployment, ctx: RenderContext) -> str:
+    return _slurm(d).python or str(ctx.engine.python)
+
+
+def serve_argv(
+    d: Deployment,
+    ctx: RenderContext,
+    *,
+    backend: serve.Backend | None,
+    node: serve.NodeRole | None = None,
+) -> list[str]:
+    """``python -m <vllm entry> MODEL FLAGS``; the API host/port only where a server runs."""
+    s = _slurm(d)
+    placement: dict[str, object] = {"backend": backend, "node": node}
+    if node is None or not node.headless:
+        placement.update(host=s.host or runtime("VLLM_HOST_IP"), port=s.port)
+    flags = serve.serve_flags(serve.options_for(d, **placement))
+    return [_python(d, ctx), *entrypoint(ctx.engine), d.model.id, *flags, *ctx.applied.args]
+
+
+def mp_rank_argvs(d: Deployment, ctx: RenderContext) -> list[list[str]]:
+    """One complete argv per node rank; rank 0 serves the API, the others are headless."""
+    if entrypoint(ctx.engine)[1] != "vllm.entrypoints.cli.main":
+        raise RenderError(
+            'multinode = "mp" needs the `vllm serve` CLI for its --headless ranks, and this '
+            f"engine's vLLM ({ctx.engine.vllm_distribution}) has no `vllm` dist-info; "
+            "vllm.entrypoints.openai.api_server ignores --headless (vLLM issue #33910)",
+            hint='use an engine with the vllm distribution, or set multinode = "ray"',
+        )
+    s, nodes = _slurm(d), d.resources.nodes
+    return [
+        serve_argv(
+            d,
+            ctx,
+            backend="mp",
+            node=serve.NodeRole(
+                nnodes=nodes,
+                node_rank=rank,
+                master_addr=runtime("HANGAR_HEAD_IP"),
+                master_port=s.master_port,
+            ),
+        )
+        for rank in range(nodes)
+    ]
+
+
+def _flag(token: str) -> str:
+    return token.split("=", 1)[0]
+
+
+def _check_ray_args(args: Sequence[str], role: str, wrong: Iterable[str]) -> set[str]:
+    data = ray_options()
+    owned: dict[str, str] = data["owned"]
+    wrong_set = set(wrong)
+    given = {_flag(a) for a in args if a.startswith("--")}
+    field = f"target.slurm.ray_{role}_args"
+    for flag in sorted(given):
+        if flag in owned:
+            raise RenderError(
+                f"{field}: {flag} is set by Hangar ({owned[flag]})", hint=f"remove {flag}"
+            )
+        if flag in wrong_set:
+            other = "worker" if role == "head" else "head"
+            raise RenderError(
+                f"{field}: {flag} is a {other}-only `ray start` option (Ray ignores or "
+                f"rejects it on the {role}, templates/ray_start.yaml)",
+                hint=f"move {flag} to target.slurm.ray_{other}_args or remove it",
+            )
+    return given
+
+
+def worker_port_range(d: Deployment) -> tuple[int, int]:
+    s = _slurm(d)
+    taken = {s.port, s.ray_port}
+    for lo, hi in ray_options()["worker_port_blocks"]:
+        if not any(lo <= p <= hi for p in taken):
+            return int(lo), int(hi)
+    raise RenderError(  # pragma: no cover - four disjoint blocks, two ports
+        "no free Ray worker-port block", hint="change target.slurm.port or ray_port"
+    )
+
+
+def _ray_common(d: Deployment, given: set[str]) -> list[str]:
+    lo, hi = worker_port_range(d)
+    common = [
+        f"--node-ip-address={runtime('VLLM_HOST_IP')}",
+        f"--num-gpus={d.resources.gpus}",
+        f"--min-worker-port={lo}",
+        f"--max-worker-port={hi}",
+    ]
+    if "--object-store-memory" not in given:
+        common.append(f"--object-store-memory={runtime('OBJECT_STORE_BYTES')}")
+    return common
+
+
+def ray_head_argv(d: Deployment, ctx: RenderContext) -> list[str]:
+    s = _slurm(d)
+    given = _check_ray_args(s.ray_head_args, "head", ray_options()["worker_only"])
+    own = [f"--port={s.ray_port}", *_ray_common(d, given)]
+    own += [] if "--include-dashboard" in given else ["--include-dashboard=false"]
+    own += [] if "--disable-usage-stats" in given else ["--disable-usage-stats"]
+    start = [_python(d, ctx), "-m", "ray.scripts.scripts", "start", "--head"]
+    return [*start, *own, *s.ray_head_args, "--block"]
+
+
+def ray_worker_argv(d: Deployment, ctx: RenderContext) -> list[str]:
+    s = _slurm(d)
+    given = _check_ray_args(s.ray_worker_args, "worker", ray_options()["head_only"])
+    address = f"--address={runtime('HANGAR_HEAD_IP')}:{s.ray_port}"
+    start = [_python(d, ctx), "-m", "ray.scripts.scripts", "start", address]
+    return [*start, *_ray_common(d, given), *s.ray_worker_args, "--block"]
+
+
+def ray_gate_argv(d: Deployment, ctx: RenderContext) -> list[str]:
+    s, r = _slurm(d), d.resources
+    timeout = min(RAY_GATE_MAX_S, s.ready_timeout_s)
+    return [
+        _python(d, ctx),
+        str(ctx.run_dir / HELPER_FILE),
+        "ray-wait",
+        f"--address={runtime('HANGAR_HEAD_IP')}:{s.ray_port}",
+        f"--nodes={r.nodes}",
+        f"--gpus={r.nodes * r.gpus}",
+        f"--timeout={timeout:g}",
+        f"--expect-ip={runtime('VLLM_HOST_IP')}",
+        f"--watch-pid={runtime('RAY_PID')}",
+    ]
+
+
+def _mode_values(d: Deployment, ctx: RenderContext, mode: str) -> dict[str, object]:
+    """The argv arrays node.sh runs in this mode."""
+    if mode == "mp":
+        return {"rank_serve": mp_rank_argvs(d, ctx)}
+    if mode == "ray":
+        return {
+            "ray_head": ray_head_argv(d, ctx),
+            "ray_worker": ray_worker_argv(d, ctx),
+            "gate": ray_gate_argv(d, ctx),
+            "serve": serve_argv(d, ctx, backend="ray"),
+            "size_object_store": "--object-store-memory"
+            not in {_flag(a) for a in (*_slurm(d).ray_head_args, *_slurm(d).ray_worker_args)},
+        }
+    backend: serve.Backend | None = "mp" if _world_size(d) > 1 else None
+    return {"serve": serve_argv(d, ctx, backend=backend)}
+
+
+def _common_values(d: Deployment, ctx: RenderContext, mode: str) -> dict[str, object]:
+    return {
+        "mode": mode,
+        "run_dir": str(ctx.run_dir),
+        "run_id": ctx.run_id,
+        "python": _python(d, ctx),
+        "iface": node_iface(d),
+        "nodes": d.resources.nodes,
+        "gpus": d.resources.gpus,
+    }
+
+
+def _url_host(s: SlurmTarget) -> str:
+    if s.host and s.host not in ("0.0.0.0", "::"):
+        return s.host
+    return runtime("HEAD_IP")
+
+
+def job_values(
+    d: Deployment, ctx: RenderContext, mode: str, on_sbatch_lines: list[str]
+) -> dict[str, object]:
+    s = _slurm(d)
+    return {
+        **_common_values(d, ctx, mode),
+        "sbatch_options": on_sbatch_lines,
+        "modules": list(s.modules),
+        "port": s.port,
+        "url_host": _url_host(s),
+        "node_log": f"--output={_filename_pattern_dir(ctx.run_dir)}/{NODE_LOG}",
+        "cpus": s.cpus_per_task,
+        "wait_s": max(1, math.ceil(s.stop_grace_s)),
+    }
+
+
+def node_values(d: Deployment, ctx: RenderContext, mode: str) -> dict[str, object]:
+    s = _slurm(d)
+    return {
+        **_common_values(d, ctx, mode),
+        **_mode_values(d, ctx, mode),
+        "tmp_root": s.tmp_root or "",
+        "exports": node_env(d, ctx, mode),
+        "set_host_ip": "VLLM_HOST_IP" not in d.env,
+        "ray_port": s.ray_port,
+        "ray_tmpdir_max": RAY_TMPDIR_MAX,
+        "object_store_cap": OBJECT_STORE_CAP,
+        "stop_grace_s": math.ceil(min(s.stop_grace_s, NODE_STOP_MAX_S)),
+    }
+
+
+def render_slurm(d: Deployment, ctx: RenderContext) -> Rendered:
+    """The sbatch job for ``d``: its files (``job.sbatch`` first) and the sbatch argv."""
+    mode = mode_of(d)
+    options = sbatch_options(d)
+    on_lines = [o for o in options if shlex.quote(o) == o]
+    on_argv = [o for o in options if shlex.quote(o) != o]
+    files = {
+        JOB_FILE: RenderedFile(
+            text=_render("job.sbatch.j2", job_values(d, ctx, mode, on_lines)), mode=0o700
+        ),
+        NODE_FILE: RenderedFile(text=_render("node.sh.j2", node_values(d, ctx, mode)), mode=0o700),
+        HELPER_FILE: RenderedFile(text=_render("hangar_node.py.j2", {}), mode=0o600),
+    }
+    return Rendered(
+        kind="slurm",
+        files=files,
+        argv=sbatch_argv(d, ctx.run_dir, on_argv),
+        env={},
+        secret_env=secret_env(d, ctx),
+        base_url=None,
+        served_name=d.model.name_for_clients,
+        applied=ctx.applied,
+    )
