@@ -193,6 +193,57 @@ def derive_max_len(cfg: Config, full_cfg: Config) -> tuple[int, str, int, int | 
     return int(derived), key, default, mml_int
 
 
+# torch dtypes a config may declare (transformers writes str(torch.dtype) minus "torch.").
+KNOWN_DTYPES = frozenset(
+    {"float16", "bfloat16", "float32", "float64", "half", "float", "double", "auto",
+     "float8_e4m3fn", "float8_e5m2", "int8", "uint8"}
+)
+# Counts that must be >= 1 when present (a 0 or negative value is a broken config, not a model).
+POSITIVE_FIELDS = (
+    "num_hidden_layers", "n_layer", "num_layers", "num_key_value_heads", "num_kv_heads",
+    "intermediate_size", "vocab_size", "max_position_embeddings", "head_dim",
+    "num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+)
+
+
+def _positive(value: int, field: str, path: str) -> None:
+    if value <= 0:
+        raise InputError(
+            f"must be a positive integer, got {value}",
+            source=path,
+            field=field,
+            hint=f"fix '{field}' in {path} (compare with the model's config.json on the hub)",
+        )
+
+
+def _validate_fields(cfg: Config, full: Config, path: str) -> None:
+    """Refuse impossible values with the field's own name, before anything is derived."""
+    r = Reader(cfg, path)
+    for field in POSITIVE_FIELDS:
+        if cfg.get(field) is not None:
+            _positive(r.integer(field), field, path)
+    dtype = first(cfg, "torch_dtype", "dtype") or first(full, "torch_dtype", "dtype")
+    if dtype is not None and str(dtype).replace("torch.", "") not in KNOWN_DTYPES:
+        field = "torch_dtype" if first(cfg, "torch_dtype") or first(full, "torch_dtype") else "dtype"
+        raise InputError(
+            f"unknown dtype {dtype!r}",
+            source=path,
+            field=field,
+            hint=f"use one of bfloat16, float16, float32 for '{field}' in {path}",
+        )
+    for entry in _rope_entries(cfg):
+        factor = entry.get("factor")
+        if factor is not None and (
+            isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0
+        ):
+            raise InputError(
+                f"expected a positive number, got {factor!r}",
+                source=path,
+                field="rope_scaling.factor",
+                hint=f"fix rope_scaling.factor in {path}, e.g. 4.0",
+            )
+
+
 def _dtype(cfg: Config, full: Config) -> str:
     value = first(cfg, "torch_dtype", "dtype") or first(full, "torch_dtype", "dtype")
     return str(value or "float32").replace("torch.", "")
@@ -224,8 +275,16 @@ def parse_config(
     cfg = text_config(full)
     r = Reader(cfg, path)
     archs = full.get("architectures") or cfg.get("architectures") or []
-    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+    if not isinstance(archs, list) or not all(isinstance(a, str) and a for a in archs):
         raise InputError("expected a list of class names", source=path, field="architectures")
+    if "architectures" in full and not archs:
+        raise InputError(
+            "is empty: vLLM picks the model class from it ('No model architectures are specified')",
+            source=path,
+            field="architectures",
+            hint=f'name the model class in {path}, e.g. "architectures": ["LlamaForCausalLM"]',
+        )
+    _validate_fields(cfg, full, path)
     hidden = r.integer("hidden_size", "n_embd", "d_model", "dim")
     attention_free = model_type_of(cfg) in ATTENTION_FREE_TYPES
     heads = r.integer(
@@ -236,13 +295,9 @@ def parse_config(
         "decoder_attention_heads",
         default=0 if attention_free else None,
     )
-    if (heads <= 0 and not attention_free) or hidden <= 0:
-        raise InputError(
-            "must be > 0",
-            source=path,
-            field="num_attention_heads",
-            hint=f"fix the head count / hidden size in {path}",
-        )
+    _positive(hidden, "hidden_size", path)
+    if not attention_free:
+        _positive(heads, "num_attention_heads", path)
     mla = (
         mla_spec(cfg)
         if (model_type_of(cfg) in MLA_MODEL_TYPES or cfg.get("kv_lora_rank"))
