@@ -135,3 +135,19 @@ def test_mxfp4_is_known_in_0_10_1_and_pads_experts_per_backend() -> None:
         3072 / 2880 * 2944 / 2880)
     # Triton matmul_ogs on SM 9.0 from 0.10.2: intermediate to 64 only (2880 is aligned)
     assert mxfp4_expert_padding(spec, one, inputs((9, 0), (0, 11, 0))) == 1.0
+
+
+YARN = {"rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+
+
+def test_yarn_length_is_derived_per_version_and_overrides_pass_through() -> None:
+    from hangar.planning.api import make_plan
+
+    old = make_plan("Qwen/Qwen3-8B", gpu="H100", gpus=1, tp=1, max_model_len=131072,
+                    vllm_version="0.20.0", hf_overrides=YARN)
+    assert old.ok  # 0.8.5-0.20: original_max_position_embeddings x factor = 131072
+    assert "--hf-overrides" in old.layouts[0].serve_args
+    new = make_plan("Qwen/Qwen3-8B", gpu="H100", gpus=1, tp=1, max_model_len=131072,
+                    vllm_version="0.33.0", hf_overrides=YARN)
+    # 0.32+ keep max_position_embeddings (40960), as vLLM 0.32's create_model_config does
+    assert "max_model_len_exceeds_derived" in {f.id for f in new.layouts[0].findings}

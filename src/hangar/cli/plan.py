@@ -50,6 +50,34 @@ class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
         return number
 
 
+class JsonObject(click.ParamType):  # type: ignore[type-arg]
+    """A JSON object on the command line (vLLM's --hf-overrides / --rope-scaling)."""
+
+    name = "json"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> dict[str, object]:
+        if isinstance(value, dict):
+            return value
+        try:
+            parsed = json.loads(str(value))
+        except json.JSONDecodeError as exc:
+            self.fail(f"not valid JSON ({exc.msg} at column {exc.colno})", param, ctx)
+        if not isinstance(parsed, dict):
+            self.fail("must be a JSON object, e.g. '{\"max_position_embeddings\": 131072}'", param, ctx)
+        return parsed
+
+
+def _overrides(
+    hf_overrides: dict[str, object] | None, rope_scaling: dict[str, object] | None
+) -> dict[str, object] | None:
+    merged = dict(hf_overrides or {})
+    if rope_scaling:
+        merged["rope_scaling"] = rope_scaling
+    return merged or None
+
+
 @click.command("plan")
 @click.argument("model")
 @hardware_options
@@ -72,14 +100,17 @@ class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
 @click.option("--max-num-seqs", type=click.IntRange(min=1))
 @click.option("--enforce-eager", is_flag=True, help="No CUDA graphs (no graph memory reserved).")
 @click.option("--vllm-version", default=None, help="vLLM version whose rules apply (default: newest known).")
+@click.option("--hf-overrides", "hf_overrides", type=JsonObject(), help="vLLM's --hf-overrides: JSON merged into config.json.")
+@click.option("--rope-scaling", "rope_scaling", type=JsonObject(), help='RoPE scaling JSON, e.g. \'{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768}\' (passed as --hf-overrides).')
 @click.option("--all", "show_all", is_flag=True, help="Show every layout, not only the best ones.")
 @json_option
 def plan(
     model: str, gpu: str | None, gpus: int | None, nodes: int, tp: int | None, pp: int | None,
     dp: int | None, ep: bool | None, max_model_len: int | None, gpu_memory_utilization: float | None,
     kv_cache_dtype: str, quantization: str | None, dtype: str, max_num_batched_tokens: int | None,
-    max_num_seqs: int | None, enforce_eager: bool, vllm_version: str | None, show_all: bool,
-    as_json: bool,
+    max_num_seqs: int | None, enforce_eager: bool, vllm_version: str | None,
+    hf_overrides: dict[str, object] | None, rope_scaling: dict[str, object] | None,
+    show_all: bool, as_json: bool,
 ) -> int:
     """Check MODEL (catalog id, hub id or directory) against every vLLM startup rule.
 
@@ -96,6 +127,7 @@ def plan(
         max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
         enforce_eager=enforce_eager, vllm_version=vllm_version,
         allow_long=os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true"),
+        hf_overrides=_overrides(hf_overrides, rope_scaling),
     )
     if as_json:
         click.echo(json.dumps(plan_json(result), indent=2))

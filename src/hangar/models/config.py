@@ -244,6 +244,19 @@ def _validate_fields(cfg: Config, full: Config, path: str) -> None:
             )
 
 
+def yarn_max_len(cfg: Config) -> int | None:
+    """vLLM 0.8.5-0.20: for a YaRN rope_scaling, derived = original_max_position_embeddings x
+    factor (config.py _get_and_verify_max_len: `if rope_type == "yarn": derived_max_model_len =
+    rope_scaling["original_max_position_embeddings"]`, then `*= scaling_factor`)."""
+    for entry in _rope_entries(cfg):
+        original = entry.get("original_max_position_embeddings")
+        factor = entry.get("factor")
+        numeric = isinstance(factor, (int, float)) and not isinstance(factor, bool)
+        if _rope_type(entry) == "yarn" and isinstance(original, int) and original > 0 and numeric:
+            return int(original * factor)
+    return None
+
+
 def _dtype(cfg: Config, full: Config) -> str:
     value = first(cfg, "torch_dtype", "dtype") or first(full, "torch_dtype", "dtype")
     return str(value or "float32").replace("torch.", "")
@@ -348,6 +361,7 @@ def parse_config(
         "derived_max_len": derived,
         "derived_max_len_key": key,
         "default_max_len": default_len,
+        "yarn_max_len": yarn_max_len(cfg),
         "model_max_length": mml,
         "rope_type": _rope_type(rope[0]) if rope else None,
         "rope_factor": float(rope[0]["factor"]) if rope and rope[0].get("factor") else None,

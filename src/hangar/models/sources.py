@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -32,28 +32,29 @@ CATALOG_PACKAGE = "hangar.models"
 CATALOG_DIR = "catalog"
 
 
-def load_model(ref: str) -> ModelSpec:
-    """Resolve ``ref`` (path, hub id or catalog id) to a frozen ModelSpec."""
+def load_model(ref: str, overrides: Mapping[str, Any] | None = None) -> ModelSpec:
+    """Resolve ``ref`` (path, hub id or catalog id) to a frozen ModelSpec; ``overrides`` are
+    vLLM's --hf-overrides, applied to config.json as vLLM applies them."""
     if not ref.strip():
         raise InputError(
             "the model is empty", field="MODEL", hint="pass ORG/NAME, a catalog id or a directory"
         )
     path = Path(ref).expanduser()
     if path.exists():
-        return from_local(path)
+        return from_local(path, overrides)
     if _looks_like_path(ref):
         raise InputError(
             "no such file or directory",
             source=ref,
             hint="pass an existing model directory, or a hub/catalog id",
         )
-    cached = _from_hf_cache(ref)
+    cached = _from_hf_cache(ref, overrides)
     if cached is not None:
         return cached
     entry = catalog_entry(ref)
     if entry is not None:
-        return from_catalog(entry)
-    remote = _from_hub(ref)
+        return from_catalog(entry, overrides)
+    remote = _from_hub(ref, overrides)
     if remote is not None:
         return remote
     raise ModelNotFound(ref)
@@ -63,7 +64,7 @@ def _looks_like_path(ref: str) -> bool:
     return ref.startswith((".", "/", "~")) or ref.count("/") > 1 or ref.endswith(".json")
 
 
-def from_local(path: Path) -> ModelSpec:
+def from_local(path: Path, overrides: Mapping[str, Any] | None = None) -> ModelSpec:
     directory = path if path.is_dir() else path.parent
     config_path = directory / "config.json" if path.is_dir() else path
     if not config_path.is_file():
@@ -78,6 +79,7 @@ def from_local(path: Path) -> ModelSpec:
         source="local",
         local_dir=directory,
         checkpoint_bytes=_local_weight_bytes(directory),
+        overrides=overrides,
     )
 
 
@@ -88,8 +90,9 @@ def _from_files(
     source: str,
     local_dir: Path | None,
     checkpoint_bytes: int | None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> ModelSpec:
-    config = _load_json(config_path)
+    config = apply_hf_overrides(_load_json(config_path), overrides)
     quant_path = config_path.with_name("hf_quant_config.json")
     quant = _load_json(quant_path) if quant_path.is_file() else None
     return parse_config(
@@ -101,6 +104,25 @@ def _from_files(
         local_dir=local_dir,
         checkpoint_bytes=checkpoint_bytes,
     )
+
+
+def apply_hf_overrides(
+    config: dict[str, Any], overrides: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """vLLM's --hf-overrides on the config dict: nested dicts merge key by key, other values
+    replace (vllm/transformers_utils/config.py, hf_overrides applied after loading; 0.8.5+
+    ModelConfig.hf_overrides). ``--rope-scaling X`` of the versions that have it is the same
+    as ``--hf-overrides '{"rope_scaling": X}'``."""
+    if not overrides:
+        return config
+    merged = dict(config)
+    for key, value in overrides.items():
+        old = merged.get(key)
+        if isinstance(value, Mapping) and isinstance(old, Mapping):
+            merged[key] = apply_hf_overrides(dict(old), value)
+        else:
+            merged[key] = value
+    return merged
 
 
 def _load_json(path: Path) -> dict[str, Any]:
@@ -198,7 +220,7 @@ def _yaml_loader() -> Any:
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def from_catalog(folder: Path) -> ModelSpec:
+def from_catalog(folder: Path, overrides: Mapping[str, Any] | None = None) -> ModelSpec:
     meta = read_meta(folder)
     size = meta.get("total_size_bytes")
     return _from_files(
@@ -207,6 +229,7 @@ def from_catalog(folder: Path) -> ModelSpec:
         source="catalog",
         local_dir=folder,
         checkpoint_bytes=size if isinstance(size, int) else None,
+        overrides=overrides,
     )
 
 
@@ -220,7 +243,7 @@ def _valid_repo_id(ref: str) -> bool:
     return 1 <= len(parts) <= 2 and all(p and not p.startswith(".") for p in parts)
 
 
-def _from_hf_cache(ref: str) -> ModelSpec | None:
+def _from_hf_cache(ref: str, overrides: Mapping[str, Any] | None = None) -> ModelSpec | None:
     if not _valid_repo_id(ref):
         return None
     from huggingface_hub import try_to_load_from_cache
@@ -238,6 +261,7 @@ def _from_hf_cache(ref: str) -> ModelSpec | None:
         source="hf-cache",
         local_dir=directory,
         checkpoint_bytes=_local_weight_bytes(directory),
+        overrides=overrides,
     )
 
 
@@ -256,7 +280,7 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _from_hub(ref: str) -> ModelSpec | None:
+def _from_hub(ref: str, overrides: Mapping[str, Any] | None = None) -> ModelSpec | None:
     if _offline() or not _valid_repo_id(ref) or "/" not in ref or not _hub_reachable():
         return None
     from huggingface_hub import hf_hub_download
@@ -278,6 +302,7 @@ def _from_hub(ref: str) -> ModelSpec | None:
         source="hub",
         local_dir=config_path.parent,
         checkpoint_bytes=_hub_weight_bytes(ref),
+        overrides=overrides,
     )
 
 

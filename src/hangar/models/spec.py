@@ -104,6 +104,9 @@ class ModelSpec(_Frozen):
     derived_max_len: int  # as vLLM's _get_and_verify_max_len derives it
     derived_max_len_key: str  # e.g. "max_position_embeddings"
     default_max_len: int  # what vLLM uses when --max-model-len is omitted
+    # YaRN before vLLM 0.32: original_max_position_embeddings x factor replaced the derived
+    # length (0.8.5-0.20 _get_and_verify_max_len); 0.32+ keep max_position_embeddings as is
+    yarn_max_len: int | None = None
     model_max_length: int | None = None
     rope_type: str | None = None
     rope_factor: float | None = None
@@ -125,6 +128,17 @@ class ModelSpec(_Frozen):
     def architecture(self) -> str:
         return self.architectures[0] if self.architectures else "unknown"
 
+    def derived_max_len_for(self, version: tuple[int, int, int]) -> int:
+        """The derived maximum length as this vLLM version computes it."""
+        if self.yarn_max_len and version < YARN_RESCALE_DROPPED:
+            return self.yarn_max_len
+        return self.derived_max_len
+
+    def default_max_len_for(self, version: tuple[int, int, int]) -> int:
+        if self.yarn_max_len and version < YARN_RESCALE_DROPPED:
+            return self.yarn_max_len
+        return self.default_max_len
+
     @property
     def is_moe(self) -> bool:
         return self.moe is not None
@@ -134,5 +148,10 @@ class ModelSpec(_Frozen):
         """Decoder layers that keep a KV cache (attention of any kind, MLA included)."""
         return sum(1 for t in self.layer_types if t in KV_LAYER_TYPES)
 
+
+# First read vLLM wheel whose _get_and_verify_max_len no longer rescales YaRN (0.32.0, checked
+# with EngineArgs(...).create_model_config() on a Qwen3 config: 40960, and 131072 refused);
+# 0.20.0 still set derived = original_max_position_embeddings x factor. 0.21-0.31 not read.
+YARN_RESCALE_DROPPED = (0, 32, 0)
 
 KV_LAYER_TYPES = frozenset({"full_attention", "sliding_attention", "chunked_attention", "mla"})

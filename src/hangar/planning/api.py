@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from hangar.errors import UsageError
 from hangar.planning.accounting import check_supported_version
 from hangar.planning.plan import Plan, plan
@@ -29,6 +31,7 @@ def make_plan(
     enforce_eager: bool = False,
     vllm_version: str | None = None,
     allow_long: bool = False,
+    hf_overrides: dict[str, object] | None = None,
 ) -> Plan:
     """Load MODEL, resolve the GPUs (catalog or NVML) and plan. ``max_model_len=-1`` auto-fits."""
     from hangar.hardware import hardware_from_args
@@ -40,7 +43,7 @@ def make_plan(
     except ValueError as exc:
         raise UsageError(str(exc), hint="--vllm-version 0.33.0") from exc
     check_supported_version(version, parsed)
-    spec = load_model(model_ref)
+    spec = load_model(model_ref, hf_overrides)
     hardware = hardware_from_args(gpu, gpus, nodes)
     auto_fit = max_model_len == -1
     request = PlanRequest(
@@ -49,6 +52,7 @@ def make_plan(
         quantization=quantization, dtype=dtype, max_num_batched_tokens=max_num_batched_tokens,
         max_num_seqs=max_num_seqs, enforce_eager=enforce_eager, vllm_version=version,
         allow_long_max_model_len=allow_long,
+        hf_overrides=json.dumps(hf_overrides, separators=(",", ":")) if hf_overrides else None,
     )
     result = plan(spec, hardware, request)
     if auto_fit:
@@ -61,6 +65,7 @@ def _auto_fit(first: Plan) -> Plan:
     target = first.verdict_layout or first.recommended
     if target is None or target.memory.max_model_len_fit <= 0:
         return first
-    length = min(target.memory.max_model_len_fit, first.model.derived_max_len)
+    version = parse_version(first.request.vllm_version)
+    length = min(target.memory.max_model_len_fit, first.model.derived_max_len_for(version))
     request = first.request.model_copy(update={"max_model_len": length})
     return plan(first.model, first.hardware, request)

@@ -456,9 +456,9 @@ def build_facts(
         "pp_partition_env": ",".join(str(p) for p in pp_partition(spec.num_layers, layout.pp))
         if layout.pp <= spec.num_layers
         else "",
-        "derived_max_len": spec.derived_max_len,
+        "derived_max_len": spec.derived_max_len_for(version),
         "derived_key": spec.derived_max_len_key,
-        "derived_max_len_float": float(spec.derived_max_len),
+        "derived_max_len_float": float(spec.derived_max_len_for(version)),
         "model_max_length": spec.model_max_length or 0,
         "model_max_length_text": str(spec.model_max_length),
         "allow_long": request.allow_long_max_model_len,

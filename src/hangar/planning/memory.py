@@ -406,7 +406,7 @@ def max_len_fit(spec: ModelSpec, layout: Layout, inputs: MemoryInputs, available
     """Binary search like vLLM's estimate_max_model_len: the longest request that fits."""
     if available <= 0:
         return 0
-    lo, hi = 0, max(inputs.max_model_len, spec.derived_max_len)
+    lo, hi = 0, max(inputs.max_model_len, spec.derived_max_len_for(inputs.vllm_version))
     while lo < hi:
         mid = (lo + hi + 1) // 2
         trial = MemoryInputs(**{**inputs.__dict__, "max_model_len": mid})

@@ -154,7 +154,7 @@ def _v0_batch_defaults(
 
 def effective_settings(model: ModelSpec, hw: Hardware, request: PlanRequest) -> Settings:
     version = parse_version(request.vllm_version)
-    length = request.max_model_len or model.default_max_len
+    length = request.max_model_len or model.default_max_len_for(version)
     tokens, seqs = batch_defaults(hw, length, version, request.enable_chunked_prefill)
     prefix = request.enable_prefix_caching
     return Settings(
@@ -225,6 +225,7 @@ def serve_args(
         kv_cache_dtype=None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype,
         quantization=request.quantization,
         dtype=None if request.dtype == "auto" else request.dtype,
+        extra_args=("--hf-overrides", request.hf_overrides) if request.hf_overrides else (),
     )
     return serve_command(options)
 

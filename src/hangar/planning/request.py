@@ -26,6 +26,7 @@ class PlanRequest(BaseModel):
     enforce_eager: bool = False
     vllm_version: str = DEFAULT_VLLM_VERSION
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
+    hf_overrides: str | None = None  # --hf-overrides JSON, already applied to the model facts
 
     @property
     def layout_requested(self) -> bool:
