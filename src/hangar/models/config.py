@@ -251,8 +251,9 @@ def yarn_max_len(cfg: Config) -> int | None:
     for entry in _rope_entries(cfg):
         original = entry.get("original_max_position_embeddings")
         factor = entry.get("factor")
-        numeric = isinstance(factor, (int, float)) and not isinstance(factor, bool)
-        if _rope_type(entry) == "yarn" and isinstance(original, int) and original > 0 and numeric:
+        if not isinstance(factor, (int, float)) or isinstance(factor, bool):
+            continue
+        if _rope_type(entry) == "yarn" and isinstance(original, int) and original > 0:
             return int(original * factor)
     return None
 
