@@ -420,16 +420,16 @@ def _check_ray_args(args: Sequence[str], role: str, wrong: Iterable[str]) -> set
     given = {_flag(a) for a in args if a.startswith("--")}
     field = f"target.slurm.ray_{role}_args"
     for flag in sorted(given):
-        if flag in owned:
-            raise RenderError(
-                f"{field}: {flag} is set by Hangar ({owned[flag]})", hint=f"remove {flag}"
-            )
         if flag in wrong_set:
             other = "worker" if role == "head" else "head"
             raise RenderError(
                 f"{field}: {flag} is a {other}-only `ray start` option (Ray ignores or "
                 f"rejects it on the {role}, templates/ray_start.yaml)",
                 hint=f"move {flag} to target.slurm.ray_{other}_args or remove it",
+            )
+        if flag in owned:
+            raise RenderError(
+                f"{field}: {flag} is set by Hangar ({owned[flag]})", hint=f"remove {flag}"
             )
     return given
 

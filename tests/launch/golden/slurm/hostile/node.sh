@@ -1,0 +1,147 @@
+#!/bin/bash
+# Rendered by Hangar (hangar.launch.targets.slurm_render): one copy runs in each node's
+# srun step, its role as the first argument. A private temp dir, raised limits, this
+# node's IP and environment, then vLLM (or Ray, then vLLM). The trap stops the children
+# it started, by PID, and removes the temp dir, on EXIT and on TERM.
+set -euo pipefail
+
+ROLE=${1:?usage: node.sh ROLE}
+RUN_DIR=/shared/hangar/runs/20261201-120000-abcd
+PYTHON=/opt/engines/vllm-0.32/bin/python
+IFACE=''
+GPUS_PER_NODE=1
+STOP_GRACE_S=20
+HELPER="$RUN_DIR/hangar_node.py"
+NODE=${SLURMD_NODENAME:-$(hostname -s)}
+export HANGAR_RUN_ID=20261201-120000-abcd
+
+# Node-local and private: created here (mkdir fails if the path exists, so a shared
+# tmp_root or somebody else's directory is never used), the same path on every node
+# (Ray <= 2.54 gives its workers the head's temp path).
+TMP_ROOT=${SLURM_TMPDIR:-/tmp}
+JOB_TMP="$TMP_ROOT/hg${SLURM_JOB_ID:?}.${SLURM_RESTART_COUNT:-0}"
+if ! mkdir -m 0700 -- "$JOB_TMP"; then
+  echo "hangar: cannot create the private temp dir $JOB_TMP on $NODE; target.slurm.tmp_root must be node-local (not shared) and writable" >&2
+  exit 1
+fi
+
+CHILD_PIDS=()
+# shellcheck disable=SC2317  # run by the traps below, which shellcheck cannot follow
+alive() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*)}
+  [[ ${stat:1:1} != Z ]]
+}
+# shellcheck disable=SC2317  # run by the traps below, which shellcheck cannot follow
+stop_children() {
+  local pid deadline
+  for pid in ${CHILD_PIDS[@]+"${CHILD_PIDS[@]}"}; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  deadline=$((SECONDS + STOP_GRACE_S))
+  for pid in ${CHILD_PIDS[@]+"${CHILD_PIDS[@]}"}; do
+    while alive "$pid" && ((SECONDS < deadline)); do
+      sleep 0.2  # poll until it is gone, bounded by the deadline
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+}
+# shellcheck disable=SC2317  # run by the traps below, which shellcheck cannot follow
+cleanup() {
+  trap - EXIT TERM INT
+  stop_children
+  rm -rf -- "$JOB_TMP"
+}
+trap cleanup EXIT
+trap 'cleanup; exit 143' TERM INT
+
+# A finite address-space limit breaks CUDA's virtual reservations; raise both soft limits
+# to the hard ones and log the result in one fixed format (the doctor reads it).
+if ! ulimit -S -v unlimited 2>/dev/null; then
+  ulimit -S -v "$(ulimit -H -v)"
+fi
+ulimit -S -n "$(ulimit -H -n)" 2>/dev/null || true
+echo "hangar: ulimit -v $(ulimit -S -v) -n $(ulimit -S -n) on $NODE"
+
+export TMPDIR="${JOB_TMP}"
+export RAY_TMPDIR="${JOB_TMP}"
+export VLLM_CACHE_ROOT="${JOB_TMP}"/vllm
+export TORCHINDUCTOR_CACHE_DIR="${JOB_TMP}"/torchinductor
+export TRITON_CACHE_DIR="${JOB_TMP}"/triton
+export PYTHONUNBUFFERED=1
+export HF_HUB_OFFLINE=1
+export RAY_AUTH_MODE=disabled
+export VLLM_WORKAROUND=1
+export PLAIN='it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓'
+export MULTILINE='line one
+it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓
+line three'
+# This node's own address, set here in its step (one exported at the top of the batch
+# script would give every node the head's IP).
+if [[ "$NODE" == "$HANGAR_HEAD_NODE" ]]; then
+  VLLM_HOST_IP=$HANGAR_HEAD_IP
+else
+  VLLM_HOST_IP=$("$PYTHON" "$HELPER" ip --iface "$IFACE" --peer "$HANGAR_HEAD_IP")
+fi
+export VLLM_HOST_IP
+echo "hangar: $ROLE on $NODE, VLLM_HOST_IP=${VLLM_HOST_IP:-unset}, temp dir $JOB_TMP"
+
+if [[ -n "${SLURM_GPUS_ON_NODE:-}" && "$SLURM_GPUS_ON_NODE" != "$GPUS_PER_NODE" ]]; then
+  echo "hangar: $NODE has $SLURM_GPUS_ON_NODE GPU(s) in its step (SLURM_GPUS_ON_NODE), the deployment expects $GPUS_PER_NODE per node (resources.gpus)" >&2
+  exit 1
+fi
+
+run_main() {
+  "$@" &
+  local pid=$!
+  CHILD_PIDS+=("$pid")
+  local rc=0
+  wait "$pid" || rc=$?
+  exit "$rc"
+}
+
+prepare_ray() {
+  unset RAY_ADDRESS  # the submitting shell's value must not steer this node
+  if ((${#JOB_TMP} > 36)); then
+    echo "hangar: RAY_TMPDIR $JOB_TMP is ${#JOB_TMP} characters; Ray's socket paths must stay under 107 bytes: set target.slurm.tmp_root to a shorter node-local dir (e.g. /tmp)" >&2
+    exit 1
+  fi
+  OBJECT_STORE_BYTES=$("$PYTHON" "$HELPER" object-store --cap 4294967296)
+  echo "hangar: Ray object store $OBJECT_STORE_BYTES bytes on $NODE"
+}
+
+case "$ROLE" in
+  ray-head)
+    prepare_ray
+    RAY_START=(/opt/engines/vllm-0.32/bin/python -m ray.scripts.scripts start --head --port=6379 --node-ip-address="${VLLM_HOST_IP}" --num-gpus=1 --min-worker-port=20000 --max-worker-port=20999 --object-store-memory="${OBJECT_STORE_BYTES}" --include-dashboard=false --disable-usage-stats --block)
+    "${RAY_START[@]}" &
+    RAY_PID=$!
+    CHILD_PIDS+=("$RAY_PID")
+    GATE=(/opt/engines/vllm-0.32/bin/python /shared/hangar/runs/20261201-120000-abcd/hangar_node.py ray-wait --address="${HANGAR_HEAD_IP}":6379 --nodes=2 --gpus=2 --timeout=600 --expect-ip="${VLLM_HOST_IP}" --watch-pid="${RAY_PID}")
+    "${GATE[@]}"
+    RAY_PORT=6379
+    export RAY_ADDRESS="$HANGAR_HEAD_IP:$RAY_PORT"
+    SERVE=(/opt/engines/vllm-0.32/bin/python -m vllm.entrypoints.cli.main serve '/models/it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓' --host "${VLLM_HOST_IP}" --port 8000 --served-model-name 'it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓' --distributed-executor-backend ray '--chat-template=it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓' 'two
+lines it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓' --wk)
+    "${SERVE[@]}" &
+    SERVER_PID=$!
+    CHILD_PIDS+=("$SERVER_PID")
+    rc=0
+    wait -n || rc=$?
+    if alive "$SERVER_PID"; then
+      echo "hangar: the Ray head on $NODE exited (code $rc) under the running server" >&2
+      if [[ $rc -eq 0 ]]; then rc=1; fi
+    fi
+    exit "$rc"
+    ;;
+  ray-worker)
+    prepare_ray
+    RAY_START=(/opt/engines/vllm-0.32/bin/python -m ray.scripts.scripts start --address="${HANGAR_HEAD_IP}":6379 --node-ip-address="${VLLM_HOST_IP}" --num-gpus=1 --min-worker-port=20000 --max-worker-port=20999 --object-store-memory="${OBJECT_STORE_BYTES}" --block)
+    run_main "${RAY_START[@]}"
+    ;;
+  *)
+    echo "hangar: unknown role $ROLE" >&2
+    exit 2
+    ;;
+esac
