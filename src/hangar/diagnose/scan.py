@@ -30,6 +30,7 @@ MAX_TEXT = 400
 SUPPRESS_FACTOR = 0.5
 MIN_CONFIDENCE = 0.15
 STALL_WINDOW = 25
+PIECE_BYTES = 2**20
 
 
 def _aho_corasick() -> Any:
@@ -50,7 +51,7 @@ class _Needles:
         self.needles = list(needles)
         self._ac = (
             _ACRS.BytesAhoCorasick(self.needles, implementation=_ACRS.Implementation.DFA)
-            if _ACRS is not None
+            if _ACRS is not None and self.needles
             else None
         )
 
@@ -88,17 +89,46 @@ class Scanner:
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
-        anchors = kb.anchors()
-        self._needles = _Needles([a.encode() for a in anchors])
-        index = {a: i for i, a in enumerate(anchors)}
-        self._by_anchor: dict[int, list[Pattern]] = {}
-        for pattern in kb.patterns:
-            self._by_anchor.setdefault(index[pattern.anchor], []).append(pattern)
         self._hits: dict[tuple[str, str, int], _Hits] = {}
+        self._dead: set[str] = set()
+        self._live = 0
+        self._seen = 0
+        self._index()
         self._file_lines: list[int] = []
         self.files: list[str] = []
         self.lines = 0
         self.bytes = 0
+
+    def _index(self) -> None:
+        """(Re)build the anchor search over the patterns that can still change the outcome."""
+        live = [p for p in self.kb.patterns if self._wanted(p)]
+        anchors = sorted({p.anchor for p in live})
+        self._needles = _Needles([a.encode() for a in anchors])
+        index = {a: i for i, a in enumerate(anchors)}
+        self._by_anchor: dict[int, list[Pattern]] = {}
+        for pattern in live:
+            self._by_anchor.setdefault(index[pattern.anchor], []).append(pattern)
+        self._live = len(live)
+
+    def _wanted(self, pattern: Pattern) -> bool:
+        # `requires`, `context` and `absent` count once, and a signature whose `absent` matched
+        # can no longer fire: their anchors leave the search. Stage markers and the absent
+        # lines of a serving log ("HTTP/1.1" 200) would otherwise select most of its lines.
+        if pattern.signature in self._dead:
+            return False
+        return pattern.role == "patterns" or self._key(pattern) not in self._hits
+
+    @staticmethod
+    def _key(pattern: Pattern) -> tuple[str, str, int]:
+        return (pattern.signature, pattern.role, pattern.index)
+
+    def _retire(self) -> None:
+        if len(self._hits) == self._seen:
+            return  # nothing new matched: the live set cannot have shrunk
+        self._seen = len(self._hits)
+        self._dead.update(sig for sig, role, _ in self._hits if role == "absent")
+        if sum(1 for p in self.kb.patterns if self._wanted(p)) < self._live:
+            self._index()
 
     def feed(self, source: reader.Source, data: Iterable[bytes]) -> None:
         self.files.append(source.name)
@@ -108,12 +138,14 @@ class Scanner:
             self.bytes += len(chunk)
             # Colour codes are removed per selected line (reader.clean): vLLM colours the
             # process prefix, never inside the message texts the anchors come from.
-            self._scan_chunk(source.name, order, chunk, line_no)
-            line_no += chunk.count(b"\n")
+            for piece in _pieces(chunk):
+                line_no += self._scan_chunk(source.name, order, piece, line_no)
+                self._retire()
         self.lines += line_no - 1
         self._file_lines.append(line_no - 1)
 
-    def _scan_chunk(self, name: str, order: int, chunk: bytes, first_line: int) -> None:
+    def _scan_chunk(self, name: str, order: int, chunk: bytes, first_line: int) -> int:
+        """Match the lines holding an anchor; returns the chunk's newline count."""
         starts = sorted({chunk.rfind(b"\n", 0, pos) + 1 for pos in self._needles.starts(chunk)})
         line_no, cursor = first_line, 0
         for start in starts:
@@ -122,6 +154,7 @@ class Scanner:
             end = chunk.find(b"\n", start)
             raw = chunk[start : end if end >= 0 else len(chunk)]
             self._match_line(name, order, line_no, raw)
+        return line_no - first_line + chunk.count(b"\n", cursor)
 
     def _match_line(self, name: str, order: int, line_no: int, raw: bytes) -> None:
         text: str | None = None
@@ -150,6 +183,16 @@ class Scanner:
             lines_scanned=self.lines,
             bytes_scanned=self.bytes,
         )
+
+
+def _pieces(chunk: bytes, size: int = PIECE_BYTES) -> Iterable[bytes]:
+    """Line-aligned slices, so that patterns retired early stop costing on the rest."""
+    start = 0
+    while start < len(chunk):
+        cut = chunk.find(b"\n", min(start + size, len(chunk)) - 1)
+        end = len(chunk) if cut < 0 else cut + 1
+        yield chunk[start:end]
+        start = end
 
 
 @dataclass(frozen=True)
