@@ -592,7 +592,7 @@ def _node_local_reason(path: str, facts: SlurmFacts) -> str | None:
     prefixes = list(checks["node_local_prefixes"])
     if facts.tmpdir:
         prefixes.append(facts.tmpdir.rstrip("/"))
-    for prefix in prefixes:
+    for prefix in sorted(prefixes, key=len, reverse=True):  # $TMPDIR=/tmp/job.1 before /tmp
         if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
             via = " ($TMPDIR)" if prefix == (facts.tmpdir or "").rstrip("/") else ""
             return f"under {prefix}{via}"
@@ -722,7 +722,7 @@ def _check_time(s: SlurmTarget, facts: SlurmFacts) -> list[Finding]:
             "slurm.time_over_max",
             _limit_severity(s),
             f"time limit {s.time} is over partition {p.name}'s MaxTime {p.max_time}: "
-            f"{_rejects(facts)} (reason PartitionTimeLimit)",
+            f"{_rejects(facts)} (squeue reason PartitionTimeLimit / PartitionConfig)",
             f"set target.slurm.time to at most {p.max_time}, or pick a partition that allows it",
             f"target.slurm.time = {s.time} ({t} s); scontrol show partition {p.name}: "
             f"MaxTime={p.max_time} ({p.max_time_s} s); EnforcePartLimits={facts.enforce_part_limits}",
@@ -754,7 +754,7 @@ def _check_node_count(d: Deployment, s: SlurmTarget, facts: SlurmFacts) -> list[
                 "slurm.nodes_over_max",
                 _limit_severity(s),
                 f"{n} nodes is over partition {p.name}'s MaxNodes {p.max_nodes}: "
-                f"{_rejects(facts)} (reason PartitionNodeLimit)",
+                f"{_rejects(facts)} (squeue reason PartitionNodeLimit / PartitionConfig)",
                 f"set resources.nodes to at most {p.max_nodes}, or pick a partition that allows it",
                 f"resources.nodes = {n}; scontrol show partition {p.name}: MaxNodes="
                 f"{p.max_nodes}; EnforcePartLimits={facts.enforce_part_limits}",
@@ -1079,66 +1079,26 @@ def _ray_arg_findings(role: str, args: Sequence[str]) -> list[Finding]:
         shown = name if value is None else f"{name}={value}"
         if name not in known:
             found.append(_ray_unknown(field, shown, name))
-        elif name in wrong:
+        elif name in wrong and name not in opts["set_by_hangar"]:  # those: _ray_owned
             found.append(_ray_misplaced(role, field, shown, name, opts))
     return found
 
 
-def _ray_managed(d: Deployment, s: SlurmTarget) -> list[Finding]:
-    """User Ray args that fight what the rendered script passes on every node."""
-    found = []
-    if _ray_arg_value(s.ray_head_args, "--port") is not None:
-        found.append(
-            _finding(
-                "slurm.ray_port_in_args",
-                "warning",
-                "--port in ray_head_args fights target.slurm.ray_port, which Hangar passes to the "
-                "head and gives to the workers and vLLM as the address",
-                "remove --port from target.slurm.ray_head_args and set target.slurm.ray_port",
-                f"target.slurm.ray_head_args = {list(s.ray_head_args)}; ray_port = {s.ray_port}",
-            )
-        )
-    for field, args in (("ray_head_args", s.ray_head_args), ("ray_worker_args", s.ray_worker_args)):
-        if (
-            _ray_arg_value(args, "--node-ip-address") is not None
-            or _ray_arg_value(args, "--address") is not None
-        ):
-            found.append(
-                _finding(
-                    "slurm.ray_address_in_args",
-                    "warning",
-                    f"{field} fixes --node-ip-address/--address, which Hangar renders per node (each "
-                    "node's own IP, the head's GCS for workers): one fixed value is wrong on every "
-                    "other node",
-                    f"remove them from target.slurm.{field}; set target.slurm.network_interface to "
-                    "pick the NIC",
-                    f"target.slurm.{field} = {list(args)}",
-                )
-            )
-        found += _ray_num_gpus(d, field, args)
-    return found
-
-
-def _ray_num_gpus(d: Deployment, field: str, args: Sequence[str]) -> list[Finding]:
-    value = _int_or_none(_ray_arg_value(args, "--num-gpus"))
-    if value is None or value == d.resources.gpus:
-        return []
-    more = value > d.resources.gpus
+def _ray_owned(role: str, args: Sequence[str]) -> list[Finding]:
+    """User Ray args naming an option the rendered script sets itself on every node."""
+    owned: Mapping[str, str] = ray_start_options()["set_by_hangar"]
+    field = f"target.slurm.ray_{role}_args"
     return [
         _finding(
-            "slurm.ray_num_gpus",
-            "error" if more else "warning",
-            f"--num-gpus={value} in {field} but each node's step has {d.resources.gpus} GPU(s): "
-            + (
-                f'ray start fails ("Attempting to start raylet with {value} GPU, but '
-                'CUDA_VISIBLE_DEVICES contains [...]")'
-                if more
-                else "Ray registers fewer GPUs than the job holds"
-            ),
-            f"remove --num-gpus from target.slurm.{field} (Hangar passes the step's own count)",
-            f"target.slurm.{field} = {list(args)}; resources.gpus = {d.resources.gpus}; Ray 2.60 "
-            "resource_and_label_spec.py:350-480",
+            "slurm.ray_arg_set_by_hangar",
+            "error",
+            f"{name} in {field} is set by Hangar on every node ({owned[name]}): the "
+            "renderer refuses the job rather than run Ray with two values",
+            f"remove {name} from {field}" + (f"; use {owned[name]}" if "." in owned[name] else ""),
+            f"{field} = {list(args)}; set_by_hangar in preflight/data/{RAY_OPTIONS_FILE}",
         )
+        for name, _ in parse_ray_args(args)
+        if name in owned
     ]
 
 
@@ -1180,17 +1140,19 @@ def _ray_misplaced(
             f"remove {shown!r} from {field}; Hangar gives workers the head's address itself",
             f"{field} has {shown!r}; worker_only in {src}",
         )
+    # Ray aborts on some, ignores the rest; Hangar's renderer refuses both, so never silent.
     refuses = name in opts["worker_refuses"]
     fix_to = "target.slurm.ray_port" if name == "--port" else "target.slurm.ray_head_args"
     return _finding(
         "slurm.ray_worker_arg_head_only",
-        "error" if refuses else "warning",
+        "error",
         f"{name} is a head-only option: "
         + (
             '`ray start` on a worker exits with "' + name + " should only be specified when "
             'starting head node with `--head`."'
             if refuses
-            else "a worker ignores it silently, so it has no effect"
+            else "a worker ignores it silently, so it has no effect; Hangar's renderer "
+            "refuses it rather than let Ray drop it"
         ),
         f"move {shown!r} to {fix_to}",
         f"{field} has {shown!r}; head_only in {src}",
@@ -1248,7 +1210,7 @@ def _ray_head_ports(s: SlurmTarget) -> dict[str, int]:
     return {k: v for k, v in found.items() if v}
 
 
-def _check_ports(s: SlurmTarget) -> list[Finding]:
+def _check_ports(s: SlurmTarget, worker_ports: tuple[int, int] | None) -> list[Finding]:
     used: dict[str, int] = {"vLLM API (target.slurm.port)": s.port}
     if s.multinode == "mp":
         used["vLLM --master-port (target.slurm.master_port)"] = s.master_port
@@ -1256,7 +1218,7 @@ def _check_ports(s: SlurmTarget) -> list[Finding]:
         used.update(_ray_head_ports(s))
     found = _port_clashes(used)
     if s.multinode == "ray":
-        found += _worker_range_clashes(used, _worker_range(s.ray_head_args))
+        found += _worker_range_clashes(used, worker_ports or _worker_range(s.ray_head_args))
     return found
 
 
@@ -1429,25 +1391,6 @@ def _object_store(role: str, size: int, s: SlurmTarget, facts: SlurmFacts) -> li
             )
         ]
     return []
-
-
-def _check_ray_temp_worker(s: SlurmTarget, ray_version: str | None) -> list[Finding]:
-    if s.multinode != "ray" or _ray_arg_value(s.ray_worker_args, "--temp-dir") is None:
-        return []
-    since = _checks()["ray"]["temp_dir_per_node_since"]
-    if _at_least(ray_version, since) is not False:
-        return []
-    return [
-        _finding(
-            "slurm.ray_worker_temp_dir_ignored",
-            "warning",
-            f"Ray {ray_version} ignores --temp-dir on workers (honoured per node from "
-            f"{since}); workers use the head's temp dir path",
-            "remove --temp-dir from target.slurm.ray_worker_args, or use Ray >= "
-            f"{since} in the engine",
-            f"engine's Ray {ray_version}; target.slurm.ray_worker_args has --temp-dir",
-        )
-    ]
 
 
 # ---- checks: environment traps ------------------------------------------------------
@@ -1718,8 +1661,9 @@ def _check_shared_paths(d: Deployment, facts: SlurmFacts, run_dir: Path | None) 
 def _check_ray_args(d: Deployment, s: SlurmTarget) -> list[Finding]:
     if s.multinode != "ray":
         return _ray_args_unused(s)
-    found = _ray_arg_findings("head", s.ray_head_args)
-    return found + _ray_arg_findings("worker", s.ray_worker_args) + _ray_managed(d, s)
+    found = _ray_arg_findings("head", s.ray_head_args) + _ray_owned("head", s.ray_head_args)
+    found += _ray_arg_findings("worker", s.ray_worker_args)
+    return found + _ray_owned("worker", s.ray_worker_args)
 
 
 # ---- entry point --------------------------------------------------------------------
@@ -1731,10 +1675,15 @@ def slurm_findings(
     engine: EngineFacts | None,
     *,
     run_dir: Path | None = None,
+    ray_worker_ports: tuple[int, int] | None = None,
 ) -> list[Finding]:
-    """Every slurm.* finding for ``d``; ``run_dir``: where the launcher will put the run.
+    """Every slurm.* finding for ``d``.
 
-    For a local target only the allocation checks apply (the salloc phase).
+    ``run_dir``: where the launcher will put the run (it must be on a shared filesystem).
+    ``ray_worker_ports``: the worker-port range the rendered script passes to Ray
+    (``launch.targets.slurm_render.worker_port_range(d)``); None: Ray's default
+    10002-19999 unless the user's args move it. For a local target only the
+    allocation checks apply (the salloc phase).
     """
     if not isinstance(d.target, SlurmTargetSection):
         return _check_allocation(d, facts)
@@ -1745,8 +1694,8 @@ def slurm_findings(
     found += _check_no_gpus(d, facts) or (_check_gres_type(s, facts) + _check_node_fit(d, s, facts))
     found += _check_layout(d, s) + _check_allocation(d, facts)
     found += _check_ray_args(d, s)
-    found += _check_ports(s) + _check_shared_node_ports(s) + _check_ray_temp(s)
-    found += _check_object_store(s, facts) + _check_ray_temp_worker(s, ray_version)
+    found += _check_ports(s, ray_worker_ports) + _check_shared_node_ports(s) + _check_ray_temp(s)
+    found += _check_object_store(s, facts)
     found += _check_env_vars_used(d, s, facts) + _check_ray_env(d, s, ray_version)
     found += _check_host_ip(d) + _check_vllm_mode(d, s, engine)
     found += _check_python(s, engine, facts) + _check_shared_paths(d, facts, run_dir)

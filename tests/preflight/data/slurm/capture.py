@@ -55,14 +55,21 @@ def capture(cluster: SlurmCluster, name: str, sbatch_args: list[str]) -> None:
     for file in ("batch.env", "step.env"):
         (out / file).write_text((job_dir / file).read_text(encoding="utf-8"), encoding="utf-8")
     rejected = cluster.slurm("sbatch", "--parsable", "-N1", "--gpus-per-node=9", "--wrap=true")
-    (out / "sbatch_too_many_gpus.txt").write_text(rejected.stdout + rejected.stderr, encoding="utf-8")
+    (out / "sbatch_too_many_gpus.txt").write_text(
+        rejected.stdout + rejected.stderr, encoding="utf-8"
+    )
 
 
 def main() -> None:
     runs = [
         (SlurmCluster, None, "untyped", ["-N2", "--ntasks-per-node=1", "--gpus-per-node=2"]),
         (SlurmCluster, "h100", "typed", ["-N2", "--ntasks-per-node=1", "--gres=gpu:h100:2"]),
-        (SocketBoundCluster, "h100", "typed_sockets", ["-N2", "--ntasks-per-node=1", "--gpus-per-node=h100:4"]),
+        (
+            SocketBoundCluster,
+            "h100",
+            "typed_sockets",
+            ["-N2", "--ntasks-per-node=1", "--gpus-per-node=h100:4"],
+        ),
     ]
     for cls, gres_type, name, args in runs:
         with cls.start(gres_type=gres_type) as cluster:
