@@ -8,14 +8,19 @@ started by a batch script. One cluster for the whole session (the ``slurm_cluste
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from support.slurm_cluster import SlurmCluster
+import pytest
+from support.slurm_cluster import SlurmCluster, remove_stale_clusters
 
 T = TypeVar("T")
 
@@ -73,14 +78,18 @@ def test_a_job_over_the_partition_limits_stays_pending_with_the_reason(
     too_wide = slurm_cluster.submit("#!/bin/bash\ntrue\n", "-p", short, "-N2", name="wide")
     too_long = slurm_cluster.submit("#!/bin/bash\ntrue\n", "-p", short, "-t", "10", name="long")
 
+    def ends_with(probe: Callable[[int], str], job: int, suffix: str) -> str:
+        value = probe(job)
+        return value if value.endswith(suffix) else ""
+
     def queued(job: int) -> str:
         return slurm_cluster.slurm("squeue", "-h", "-j", str(job), "-o", "%T %r").stdout.strip()
 
     try:
         for job, reason in ((too_wide, "PartitionNodeLimit"), (too_long, "PartitionTimeLimit")):
             # The first scheduler pass may say PartitionConfig; the limit's reason follows.
-            wait_for(lambda j=job, r=reason: queued(j).endswith(r), 20, f"{job} pending: {reason}")
-            assert queued(job) == f"PENDING {reason}"
+            state = wait_for(partial(ends_with, queued, job, reason), 20, f"{job}: {reason}")
+            assert state == f"PENDING {reason}"
     finally:
         slurm_cluster.slurm("scancel", str(too_wide), str(too_long), check=True)
     for job in (too_wide, too_long):
@@ -110,15 +119,17 @@ def test_scancel_leaves_no_job_process(slurm_cluster: SlurmCluster) -> None:
     script = "#!/bin/bash\nsrun --overlap sleep 300 &\nsleep 300\n"
     job = slurm_cluster.submit(script, "-N1", name="sleeper")
 
-    def sleeps() -> list[str]:
-        return [
+    def both_sleeps() -> list[str]:
+        found = [
             p.cmdline
             for p in slurm_cluster.job_processes(job)
             if p.cmdline.endswith("sleep 300") and "srun" not in p.cmdline
         ]
+        return found if len(found) == 2 else []
 
     # one in the batch step, one in the srun step (slurmstepd runs it by full path)
-    assert sorted(wait_for(lambda: len(sleeps()) == 2 and sleeps(), 30, "both sleeps")) == [
+    both = wait_for(both_sleeps, 30, "both sleeps")
+    assert sorted(both) == [
         "/usr/bin/sleep 300",
         "sleep 300",
     ]
@@ -230,3 +241,66 @@ def test_two_node_ray_cluster_with_fake_gpus_torn_down_by_pid(
     assert state == "COMPLETED", log
     assert slurm_cluster.job_processes(job) == []
     assert not (slurm_cluster.job_dir / f"r{job}").exists()
+
+
+CHILD = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from support.slurm_cluster import SlurmCluster
+cluster = SlurmCluster.start()
+print(cluster.prefix, flush=True)
+time.sleep(300)
+"""
+
+
+def traces_of(prefix: str) -> list[str]:
+    """What a cluster leaves behind: its scratch dir, namespaces, interfaces, daemons."""
+    left = [str(p) for p in Path("/tmp").glob(prefix)]
+    left += [str(p) for p in Path("/run/netns").glob(f"{prefix}*")]
+    left += [str(p) for p in Path("/sys/class/net").glob(f"{prefix}*")]
+    return left
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a zombie's cmdline is empty)."""
+    try:
+        return bool(Path(f"/proc/{pid}/cmdline").read_bytes())
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_an_interrupted_session_leaks_nothing(
+    slurm_cluster: SlurmCluster, signum: signal.Signals
+) -> None:
+    """SIGTERM: the session's own handler tears down. SIGKILL: the next start sweeps it."""
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, tests_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=slurm_cluster.env,
+    )
+    try:
+        prefix = child.stdout.readline().strip() if child.stdout else ""
+        assert prefix, child.communicate(timeout=30)[1]
+        state = json.loads((Path("/tmp") / prefix / "cluster.json").read_text(encoding="utf-8"))
+        daemons = [d["pid"] for d in state["daemons"].values()]
+        assert len(daemons) == 6 and traces_of(prefix)
+        child.send_signal(signum)
+        child.communicate(timeout=60)
+        if signum == signal.SIGKILL:
+            assert traces_of(prefix), "a SIGKILLed owner cannot clean up; the sweep must"
+            assert prefix in remove_stale_clusters()
+        assert traces_of(prefix) == []
+        assert [pid for pid in daemons if running(pid)] == []
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate(timeout=30)
+    # the session's own cluster was not touched by the sweep
+    assert slurm_cluster.slurm("sinfo", "-h", "-N", "-p", "debug", "-o", "%T").stdout.split() == [
+        "idle",
+        "idle",
+    ]

@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hangar.proc import run
 from support import vllm_env
 from support.vllm_env import VllmEnvError, cache_root
 
@@ -88,7 +89,7 @@ def _build_into_place(target: Path) -> None:
 def _add_ray(venv: Path) -> None:
     uv, env = vllm_env._uv(), vllm_env._uv_env()
     python = str(venv / "bin" / "python")
-    frozen = vllm_env.run([uv, "pip", "freeze", "--python", python], env=env, timeout=120.0)
+    frozen = run([uv, "pip", "freeze", "--python", python], env=env, timeout=120.0)
     # The shim ("vllm==0.32.0+cpu") and local builds are not on the index; a
     # constraint only binds packages Ray's resolution touches, so listing them is harmless.
     constraints = venv / "hangar-constraints.txt"
