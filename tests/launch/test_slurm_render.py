@@ -14,11 +14,13 @@ the real Python). Real Slurm runs of the same scripts are the orchestrator's tes
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -635,3 +637,74 @@ def test_execute_single_node_job(tmp_path: Path, short_tmp: Path, marker: Path) 
     (serve,) = result["records"]
     assert serve["argv"][:4] == ["-m", "vllm.entrypoints.cli.main", "serve", "org/tiny-llama"]
     assert serve["argv"][-1] == "--wk" and "--host" in serve["argv"]
+
+
+# --- the readiness gate against a real Ray head ------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("0.0.0.0", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_real_ray_accepts_the_head_line_and_the_gate_counts(
+    tmp_path: Path, short_tmp: Path, helper: types.ModuleType
+) -> None:
+    """The rendered head options start a real Ray 2.60 head (fake GPUs, as Slurm GRES would
+    give), and the gate passes for what registered and names what is missing otherwise."""
+    ray_env = pytest.importorskip("support.ray_env")
+    python = ray_env.vllm_ray_python()
+    agent_port = _free_port()
+    d = deployment(
+        {"multinode": "ray", "ray_port": _free_port(),
+         "ray_head_args": [f"--dashboard-agent-listen-port={agent_port}"]},
+        resources={"nodes": 2, "gpus": 2},
+    )  # fmt: skip
+    d = with_python(d, python)
+    ctx = context(run_dir=tmp_path)
+    (tmp_path / sr.HELPER_FILE).write_text(
+        sr.render_slurm(d, ctx).files[sr.HELPER_FILE].text, encoding="utf-8"
+    )
+    ip = helper.node_ip("", "")
+    values = {"VLLM_HOST_IP": ip, "HANGAR_HEAD_IP": ip, "OBJECT_STORE_BYTES": str(128 * 1024**2)}
+    head_argv = [re.sub("\x00([A-Z_]+)\x00", lambda m: values[m[1]], a)
+                 for a in sr.ray_head_argv(d, ctx)]  # fmt: skip
+    env = {
+        "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "RAY_TMPDIR": str(short_tmp),
+        "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
+    }  # fmt: skip
+    log = (tmp_path / "head.log").open("w")
+    head = subprocess.Popen(
+        head_argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    log.close()  # the child holds its own copy
+    try:
+
+        def gate(nodes: int, timeout: int) -> subprocess.CompletedProcess[str]:
+            values.update(RAY_PID=str(head.pid))
+            argv = [re.sub("\x00([A-Z_]+)\x00", lambda m: values[m[1]], a)
+                    for a in sr.ray_gate_argv(d, ctx)]  # fmt: skip
+            argv = [a for a in argv if not a.startswith(("--nodes=", "--timeout=", "--gpus="))]
+            argv += [f"--nodes={nodes}", f"--gpus={2 * nodes}", f"--timeout={timeout}"]
+            return subprocess.run(
+                argv, env=env, check=False, capture_output=True, text=True, timeout=timeout + 60
+            )
+
+        ready = gate(1, 120)
+        assert ready.returncode == 0, (ready.stderr, (tmp_path / "head.log").read_text())
+        assert f"hangar: Ray ready: 1 nodes, 2 GPUs: {ip} (2 GPU)" in ready.stdout
+        missing = gate(2, 3)
+        assert missing.returncode == 1
+        assert "1 of 2 nodes alive, 2 of 4 GPUs" in missing.stderr
+        assert "missing: 1 node(s), 2 GPU(s)" in missing.stderr
+    finally:
+        head.terminate()  # ray start --block stops its own children on SIGTERM
+        try:
+            head.wait(timeout=60)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(head.pid, signal.SIGKILL)  # the session this test started
