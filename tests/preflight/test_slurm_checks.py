@@ -707,3 +707,11 @@ def test_probe_a_real_cluster() -> None:
             assert state == "PENDING" and reason.startswith("Partition")
         finally:
             cluster.slurm("scancel", str(job))
+
+
+def test_probe_for_a_local_target_runs_no_command_and_reads_the_allocation() -> None:
+    local = Deployment.model_validate({"model": {"id": "m"}})
+    env = {**env_file("untyped", "batch.env"), "PATH": "/nonexistent"}
+    facts = probe_slurm(local, env)
+    assert facts.errors == () and facts.partition is None
+    assert facts.allocation is not None and facts.allocation.gpus_on_node == 2

@@ -469,10 +469,15 @@ def _needs_config(d: Deployment, partition: SlurmPartition | None) -> bool:
 
 
 def probe_slurm(d: Deployment, env: Mapping[str, str]) -> SlurmFacts:
-    """What Slurm says about the partition ``d`` would use, and the allocation we are in."""
+    """What Slurm says about the partition ``d`` would use, and the allocation we are in.
+
+    For a local target nothing is run: only the allocation env matters (the salloc phase).
+    """
     cmd_env = _command_env(env)
     tools = {n: shutil.which(n, path=cmd_env["PATH"]) for n in ("sbatch", "sinfo", "scontrol")}
     errors: list[ProbeError] = []
+    if not isinstance(d.target, SlurmTargetSection):
+        tools["scontrol"] = None  # no partition to ask about
     wanted = d.target.slurm.partition if isinstance(d.target, SlurmTargetSection) else None
     partition: SlurmPartition | None = None
     missing, version, enforce = False, None, None
