@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -65,10 +64,19 @@ def test_run_id_from_the_launch_store(
     assert main(["doctor", "run-42"]) == 2  # no store yet: unknown run id, store not created
     assert "run-42" in capsys.readouterr().err
     assert not (hangar_home / "state").exists()
-    db = hangar_home / "state" / "hangar.sqlite3"
-    db.parent.mkdir(parents=True)
-    with sqlite3.connect(db) as conn:
-        conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, log_path TEXT)")
-        conn.execute("INSERT INTO runs VALUES (?, ?)", ("run-42", str(HEADS)))
+    from hangar.store import runs as store
+    from hangar.store.db import connect
+
+    record = store.RunRecord(
+        id="run-42",
+        label="m",
+        log_path=str(HEADS),
+        run_dir=str(hangar_home / "gone"),
+        deployment_json="{}",
+        engine="default",
+        status="failed",
+        started_at=1.0,
+    )
+    store.insert_run(connect(), record)
     assert main(["doctor", "--json", "run-42"]) == 1
     assert json.loads(capsys.readouterr().out)["causes"][0]["cause"] == "tp_heads_divisibility"

@@ -1,4 +1,6 @@
-"""The --llm fallback against a real HTTP server in a thread: what leaves the machine is redacted."""
+"""The --llm fallback against a real HTTP server in a thread (a behavioural fake of an
+OpenAI-compatible endpoint): what leaves the machine is redacted and carries the taxonomy;
+what comes back is accepted only as JSON naming a taxonomy cause with evidence from the log."""
 
 from __future__ import annotations
 
@@ -12,7 +14,17 @@ from typing import Any, ClassVar
 import pytest
 
 from hangar.cli.main import main
-from hangar.diagnose.llm import redact
+from hangar.diagnose import CAUSES
+from hangar.diagnose.llm import redact, validate
+
+GOOD_ANSWER = json.dumps(
+    {
+        "cause": "other",
+        "confidence": 0.4,
+        "evidence": ["SomeWeirdError: the frobnicator is unhappy"],
+        "fix": "Probably the frobnicator.",
+    }
+)
 
 SECRET_LOG = """\
 INFO 01-01 00:00:00 [api_server.py:1] args: Namespace(api_key='sk-abcdefghijklmnop1234', hf_token=hf_AbCdEfGhIjKlMnOpQrStUv)
@@ -26,15 +38,17 @@ SomeWeirdError: the frobnicator is unhappy
 
 class _Recorder(BaseHTTPRequestHandler):
     received: ClassVar[list[dict[str, Any]]] = []
+    content: ClassVar[str] = GOOD_ANSWER
+    refuse_schema: ClassVar[bool] = False  # answer 400 to response_format, like older servers
 
     def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
-        _Recorder.received.append({"path": self.path, "body": json.loads(self.rfile.read(length))})
-        reply = {
-            "choices": [{"message": {"role": "assistant", "content": "Probably the frobnicator."}}]
-        }
+        body = json.loads(self.rfile.read(length))
+        _Recorder.received.append({"path": self.path, "body": body})
+        status = 400 if self.refuse_schema and "response_format" in body else 200
+        reply = {"choices": [{"message": {"role": "assistant", "content": _Recorder.content}}]}
         data = json.dumps(reply).encode()
-        self.send_response(200)
+        self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -47,6 +61,8 @@ class _Recorder(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[str]:
     _Recorder.received.clear()
+    _Recorder.content = GOOD_ANSWER
+    _Recorder.refuse_schema = False
     httpd = HTTPServer(("127.0.0.1", 0), _Recorder)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -63,10 +79,14 @@ def test_unmatched_log_goes_redacted_to_the_model(
     log.write_text(SECRET_LOG)
     assert main(["doctor", "--json", "--llm", server, "--model", "m1", str(log)]) == 0
     payload = json.loads(capsys.readouterr().out)
-    assert payload["llm_guess"]["text"] == "Probably the frobnicator."
-    assert "guess" in payload["llm_guess"]["label"]
+    guess = payload["llm_guess"]
+    assert guess["text"] == "Probably the frobnicator." and guess["valid"] is True
+    assert guess["cause"] == "other" and "guess" in guess["label"]
     request = _Recorder.received[0]
     assert request["path"] == "/v1/chat/completions" and request["body"]["model"] == "m1"
+    schema = request["body"]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["cause"]["enum"] == [*CAUSES, "unknown"]
+    assert "- ulimit_mmap: " in request["body"]["messages"][0]["content"]  # the taxonomy
     sent = request["body"]["messages"][1]["content"]
     assert "frobnicator" in sent
     for leaked in (
@@ -95,3 +115,54 @@ def test_confident_signature_does_not_call_the_model(server: str, tmp_path: Path
 def test_redact_keeps_code_and_public_hosts() -> None:
     text = redact("see https://docs.vllm.ai/en/latest and vllm/worker/worker.py:12 at 09:06:25")
     assert "docs.vllm.ai" in text and "worker.py" in text and "09:06:25" in text
+
+
+def test_free_text_answer_is_rejected_not_shown_as_a_guess(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _Recorder.content = "ulimit ulimit the the the <|endoftext|> 12 12"  # what a random model says
+    log = tmp_path / "weird.log"
+    log.write_text(SECRET_LOG)
+    assert main(["doctor", "--json", "--llm", server, "--model", "tiny", str(log)]) == 0
+    guess = json.loads(capsys.readouterr().out)["llm_guess"]
+    assert guess["valid"] is False and guess["cause"] is None
+    assert guess["label"].startswith("model's answer rejected: not a JSON answer")
+
+
+def test_server_without_structured_output_is_asked_again_plainly(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _Recorder.refuse_schema = True
+    log = tmp_path / "weird.log"
+    log.write_text(SECRET_LOG)
+    assert main(["doctor", "--json", "--llm", server, str(log)]) == 0
+    assert json.loads(capsys.readouterr().out)["llm_guess"]["valid"] is True
+    assert [("response_format" in r["body"]) for r in _Recorder.received] == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("answer", "why"),
+    [
+        ({"cause": "cosmic_rays", "confidence": 0.9, "evidence": ["x"], "fix": "f"}, "taxonomy"),
+        (
+            {"cause": "nccl_p2p", "confidence": 0.9, "evidence": ["not in it"], "fix": "f"},
+            "does not quote the log",
+        ),
+        ({"cause": "nccl_p2p", "confidence": 7, "evidence": [], "fix": "f"}, "schema"),
+        ({"cause": "nccl_p2p", "evidence": [], "fix": "f", "extra": 1}, "schema"),
+    ],
+)
+def test_answers_outside_the_contract_are_rejected(answer: dict[str, Any], why: str) -> None:
+    guess = validate(json.dumps(answer), "line one\nline two", "m")
+    assert guess.valid is False and why in guess.label
+
+
+def test_fenced_json_with_quoted_evidence_is_accepted() -> None:
+    answer = {
+        "cause": "nccl_p2p",
+        "confidence": 0.5,
+        "evidence": ["line two"],
+        "fix": "NCCL_P2P_DISABLE=1",
+    }
+    guess = validate("```json\n" + json.dumps(answer) + "\n```", "line one\nline two", "m")
+    assert guess.valid and guess.cause == "nccl_p2p" and guess.evidence == ("line two",)

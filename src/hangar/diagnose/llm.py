@@ -1,8 +1,11 @@
 """Optional fallback: ask an OpenAI-compatible endpoint about a *redacted* log excerpt.
 
 Only used when no signature is confident. Before anything leaves the machine the
-excerpt loses tokens and keys, IP addresses, host names and user names in paths;
-the answer is shown labelled as the model's guess, never as a diagnosis.
+excerpt loses tokens and keys, IP addresses, host names and user names in paths.
+The model gets the taxonomy (cause ids with one line each) and must answer a JSON object
+restricted to it (``response_format`` json_schema, which vLLM enforces by guided decoding);
+the answer is validated (JSON, a cause of the taxonomy, evidence quoted from the excerpt)
+and shown labelled as the model's guess, or as rejected, never as a diagnosis.
 """
 
 from __future__ import annotations
@@ -18,18 +21,25 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hangar.diagnose import reader
+from hangar.diagnose.knowledge import load
+from hangar.diagnose.model import CAUSES
 from hangar.errors import HangarError
 
 EXCERPT_LINES = 120
 _PUBLIC_HOSTS = ("huggingface.co", "github.com", "docs.vllm.ai", "pytorch.org", "nvidia.com")
 _SYSTEM = (
     "You are an expert in vLLM, Ray, NCCL and Slurm. Given a redacted log excerpt from a "
-    "failed vLLM launch, name the most likely root cause (not the last symptom) and the fix "
-    "(flags, env vars, commands). Answer in at most 8 lines."
+    "failed vLLM launch, name the most likely root cause (not the last symptom) as one cause id "
+    "of the taxonomy below, or 'unknown' when the excerpt does not show it. Quote up to 5 lines "
+    "of the excerpt as evidence, exactly as they appear, and give the fix (flags, env vars, "
+    "commands). Answer only with a JSON object: "
+    '{"cause": ..., "confidence": 0..1, "evidence": [...], "fix": "..."}.\nTaxonomy:\n'
 )
+UNKNOWN = "unknown"
+MAX_EVIDENCE = 5
 
 # Order matters: secrets first (they can contain dots and digits), then addresses and names.
 _SECRETS: list[tuple[re.Pattern[str], str]] = [
@@ -65,6 +75,49 @@ class LlmGuess(BaseModel):
     label: str = "model's guess (not verified by a signature)"
     model: str
     text: str
+    valid: bool = False
+    cause: str | None = None
+    confidence: float | None = None
+    evidence: tuple[str, ...] = ()
+
+
+class _Answer(BaseModel):
+    """The JSON the model must return (mirrors ``answer_schema``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cause: str
+    confidence: float = Field(ge=0, le=1)
+    evidence: tuple[str, ...] = Field(max_length=MAX_EVIDENCE)
+    fix: str
+
+
+def taxonomy() -> dict[str, str]:
+    """Cause id -> one line (the title of its first signature); 'unknown' last."""
+    titles: dict[str, str] = {}
+    for sig in load().signatures:
+        titles.setdefault(sig.cause, sig.title)
+    ordered = {cause: titles.get(cause, cause) for cause in CAUSES}
+    ordered[UNKNOWN] = "the excerpt does not show the cause"
+    return ordered
+
+
+def answer_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "cause": {"type": "string", "enum": list(taxonomy())},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "evidence": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EVIDENCE},
+            "fix": {"type": "string"},
+        },
+        "required": ["cause", "confidence", "evidence", "fix"],
+        "additionalProperties": False,
+    }
+
+
+def _system_prompt() -> str:
+    return _SYSTEM + "\n".join(f"- {cause}: {title}" for cause, title in taxonomy().items())
 
 
 def redact(text: str, extra_names: Iterable[str] = ()) -> str:
@@ -123,20 +176,79 @@ def ask(url: str, model: str, text: str, timeout: float = 60.0) -> LlmGuess:
     endpoint = url.rstrip("/")
     if not endpoint.endswith("/chat/completions"):
         endpoint += "/chat/completions" if endpoint.endswith("/v1") else "/v1/chat/completions"
-    body = {
+    body: dict[str, Any] = {
         "model": model,
         "temperature": 0,
         "messages": [
-            {"role": "system", "content": _SYSTEM},
+            {"role": "system", "content": _system_prompt()},
             {"role": "user", "content": f"Log excerpt:\n```\n{text}\n```"},
         ],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": "hangar_diagnosis", "schema": answer_schema()},
+        },
     }
-    answer = _post(endpoint, body, timeout)
+    answer = _post_schema_or_plain(endpoint, body, timeout)
     try:
         content = answer["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError) as exc:
         raise LlmUnavailable(f"{endpoint} answered without choices[0].message.content") from exc
-    return LlmGuess(model=model, text=str(content).strip())
+    return validate(str(content or ""), text, model)
+
+
+def validate(content: str, excerpt_text: str, model: str) -> LlmGuess:
+    """The model's answer, accepted only as JSON naming a taxonomy cause with quoted evidence."""
+    try:
+        answer = _Answer.model_validate(json.loads(_unfenced(content)))
+    except (ValueError, ValidationError) as exc:
+        return _rejected(model, content, f"not a JSON answer of the schema ({_first_line(exc)})")
+    if answer.cause not in taxonomy():
+        return _rejected(model, content, f"cause {answer.cause!r} is not in the taxonomy")
+    quoted = tuple(
+        line for line in answer.evidence if line.strip() and line.strip() in excerpt_text
+    )
+    if answer.cause != UNKNOWN and not quoted:
+        return _rejected(model, content, "its evidence does not quote the log")
+    return LlmGuess(
+        model=model,
+        text=answer.fix.strip(),
+        valid=True,
+        cause=answer.cause,
+        confidence=answer.confidence,
+        evidence=quoted,
+    )
+
+
+def _rejected(model: str, content: str, why: str) -> LlmGuess:
+    return LlmGuess(
+        label=f"model's answer rejected: {why}", model=model, text=content.strip()[:2000]
+    )
+
+
+def _unfenced(content: str) -> str:
+    text = content.strip()
+    if text.startswith("```"):
+        text = text.strip("`")
+        text = text.removeprefix("json")
+    return text
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+
+
+def _post_schema_or_plain(endpoint: str, body: dict[str, Any], timeout: float) -> Any:
+    """A server without structured output answers 400 to response_format: ask again without
+    it (the answer is validated all the same)."""
+    try:
+        return _post(endpoint, body, timeout)
+    except LlmUnavailable as exc:
+        cause = exc.__cause__
+        if not (isinstance(cause, urllib.error.HTTPError) and cause.code == 400):
+            raise
+        cause.close()  # the error holds the response's socket
+    plain = {k: v for k, v in body.items() if k != "response_format"}
+    return _post(endpoint, plain, timeout)
 
 
 def _post(endpoint: str, body: dict[str, Any], timeout: float) -> Any:
