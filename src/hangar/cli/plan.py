@@ -102,6 +102,7 @@ def _overrides(
 @click.option("--vllm-version", default=None, help="vLLM version whose rules apply (default: newest known).")
 @click.option("--hf-overrides", "hf_overrides", type=JsonObject(), help="vLLM's --hf-overrides: JSON merged into config.json.")
 @click.option("--rope-scaling", "rope_scaling", type=JsonObject(), help='RoPE scaling JSON, e.g. \'{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768}\' (passed as --hf-overrides).')
+@click.option("--head-address", help="Head node address for multi-node commands (default: HEAD_IP placeholder).")
 @click.option("--all", "show_all", is_flag=True, help="Show every layout, not only the best ones.")
 @json_option
 def plan(
@@ -110,7 +111,7 @@ def plan(
     kv_cache_dtype: str, quantization: str | None, dtype: str, max_num_batched_tokens: int | None,
     max_num_seqs: int | None, enforce_eager: bool, vllm_version: str | None,
     hf_overrides: dict[str, object] | None, rope_scaling: dict[str, object] | None,
-    show_all: bool, as_json: bool,
+    head_address: str | None, show_all: bool, as_json: bool,
 ) -> int:
     """Check MODEL (catalog id, hub id or directory) against every vLLM startup rule.
 
@@ -128,6 +129,7 @@ def plan(
         enforce_eager=enforce_eager, vllm_version=vllm_version,
         allow_long=os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true"),
         hf_overrides=_overrides(hf_overrides, rope_scaling),
+        head_address=head_address,
     )
     if as_json:
         click.echo(json.dumps(plan_json(result), indent=2))

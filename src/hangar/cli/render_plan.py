@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from hangar.planning.plan import LayoutPlan, Plan
+from hangar.planning.plan import LayoutPlan, Plan, recommendation_reason
 
 GIB = 2**30
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -52,9 +52,13 @@ def _header(console: Console, p: Plan) -> None:
 
 def _table(p: Plan, layouts: list[LayoutPlan]) -> Table:
     table = Table(show_lines=False)
-    for col, justify in (("layout", "left"), ("verdict", "left"), ("weights/GPU GiB", "right"),
-                         ("KV/GPU GiB", "right"), ("KV tokens", "right"), ("max conc.", "right")):
+    # KV tokens and concurrency are per engine (one DP replica: each sizes its own cache);
+    # the caption gives the deployment total
+    for col, justify in (("layout", "left"), ("verdict", "left"), ("weights /GPU GiB", "right"),
+                         ("KV /GPU GiB", "right"), ("KV tokens /engine", "right"),
+                         ("max conc. /engine", "right")):
         table.add_column(col, justify=justify, no_wrap=col in ("layout", "verdict"))  # type: ignore[arg-type]
+    table.caption = "per engine = per DP replica; the deployment holds DP times as much"
     for lay in layouts:
         mem = lay.memory
         table.add_row(_layout_name(lay), _verdict(lay, p.recommended), _gib(mem.weight_bytes_per_gpu),
@@ -76,6 +80,23 @@ def _findings(console: Console, lay: LayoutPlan, title: str) -> None:
         console.print(f"          fix:    {escape(f.fix)}", highlight=False, soft_wrap=True)
 
 
+def _launch(out: Console, lay: LayoutPlan) -> None:
+    nodes = lay.multi_node
+    if nodes is None:
+        out.print("\n[bold]Launch:[/bold] " + escape(shlex.join(lay.serve_args)),
+                  highlight=False, soft_wrap=True)
+        return
+    out.print(f"\n[bold]Launch on {max(c.node_rank for c in nodes.ray) + 1} nodes[/bold] "
+              f"(recommended: {nodes.recommended}; {escape(nodes.why)})", highlight=False)
+    for mode, commands in (("mp", nodes.mp), ("ray", nodes.ray)):
+        if not commands:
+            continue
+        out.print(f"  [bold]{mode}[/bold]" + (" ★" if mode == nodes.recommended else ""))
+        for c in commands:
+            out.print(f"    node {c.node_rank} ({escape(c.role)}): "
+                      + escape(shlex.join(c.argv)), highlight=False, soft_wrap=True)
+
+
 def render_plan(p: Plan, show_all: bool = False, console: Console | None = None) -> None:
     out = console or Console()
     _header(out, p)
@@ -90,12 +111,17 @@ def render_plan(p: Plan, show_all: bool = False, console: Console | None = None)
         label = "Recommended" if not p.request.layout_requested else "Recommended instead"
         _findings(out, p.recommended, f"{label} {_layout_name(p.recommended)}")
     if p.recommended is None and not p.request.layout_requested and p.layouts:
-        _findings(out, p.layouts[0], f"Best rejected layout {_layout_name(p.layouts[0])}")
+        _findings(out, p.layouts[0], f"Closest rejected layout {_layout_name(p.layouts[0])}")
     if p.recommended is not None:
-        out.print(
-            "\n[bold]Launch:[/bold] " + escape(shlex.join(p.recommended.serve_args)),
-            highlight=False,
-            soft_wrap=True,
-        )
+        rec = p.recommended
+        if rec.valid and not p.request.layout_requested:
+            out.print(f"\n[bold]Why ★ {_layout_name(rec)}:[/bold] "
+                      + escape(recommendation_reason(rec, p.hardware)), highlight=False)
+        total_tokens = rec.memory.kv_cache_tokens * rec.dp
+        if rec.dp > 1:
+            out.print(f"Deployment total: {total_tokens:,} KV tokens, "
+                      f"{rec.memory.max_concurrency * rec.dp:.2f} max-length requests "
+                      f"({rec.dp} engines)", highlight=False)
+        _launch(out, rec)
     else:
         out.print("\n[red]No layout of these GPUs can serve this model with these settings; apply a fix above.[/red]")

@@ -32,6 +32,7 @@ def make_plan(
     vllm_version: str | None = None,
     allow_long: bool = False,
     hf_overrides: dict[str, object] | None = None,
+    head_address: str | None = None,
 ) -> Plan:
     """Load MODEL, resolve the GPUs (catalog or NVML) and plan. ``max_model_len=-1`` auto-fits."""
     from hangar.hardware import hardware_from_args
@@ -54,6 +55,8 @@ def make_plan(
         allow_long_max_model_len=allow_long,
         hf_overrides=json.dumps(hf_overrides, separators=(",", ":")) if hf_overrides else None,
     )
+    if head_address:
+        request = request.model_copy(update={"head_address": head_address})
     result = plan(spec, hardware, request)
     if auto_fit:
         result = _auto_fit(result)

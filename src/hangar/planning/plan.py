@@ -23,6 +23,7 @@ from hangar.planning.memory import (
     kv_bytes_per_token_model,
     memory_for,
 )
+from hangar.planning.multinode import MultiNode, multi_node
 from hangar.planning.request import PlanRequest
 from hangar.planning.rules import Finding, RuleSet, default_rules
 from hangar.planning.serve import ServeOptions, serve_command
@@ -56,6 +57,7 @@ class LayoutPlan(BaseModel):
     findings: tuple[Finding, ...]
     memory: LayoutMemory
     serve_args: tuple[str, ...]
+    multi_node: MultiNode | None = None  # per-node commands when the layout spans nodes
 
 
 class Settings(BaseModel):
@@ -214,7 +216,13 @@ def _memory_inputs(hw: Hardware, s: Settings, version: str) -> MemoryInputs:
 def serve_args(
     model: ModelSpec, layout: Layout, s: Settings, request: PlanRequest
 ) -> tuple[str, ...]:
-    options = ServeOptions(
+    return serve_command(serve_options(model, layout, s, request))
+
+
+def serve_options(
+    model: ModelSpec, layout: Layout, s: Settings, request: PlanRequest
+) -> ServeOptions:
+    return ServeOptions(
         model=model.id,
         tp=layout.tp,
         pp=layout.pp,
@@ -227,7 +235,6 @@ def serve_args(
         dtype=None if request.dtype == "auto" else request.dtype,
         extra_args=("--hf-overrides", request.hf_overrides) if request.hf_overrides else (),
     )
-    return serve_command(options)
 
 
 def _layout_memory(m: MemoryResult) -> LayoutMemory:
@@ -264,6 +271,13 @@ def check_layout(
         findings=findings,
         memory=_layout_memory(memory),
         serve_args=serve_args(model, layout, s, request),
+        multi_node=multi_node(
+            serve_options(model, layout, s, request),
+            hw.nodes,
+            hw.gpus_per_node,
+            parse_version(request.vllm_version),
+            request.head_address,
+        ),
     )
 
 
@@ -334,9 +348,7 @@ def plan(
         recommended = max(valid, key=lambda lay: _rank_key(lay, hardware))
     if not request.layout_requested:  # best first: valid ones in rank order, then the rejected
         ranked = sorted(valid, key=lambda lay: _rank_key(lay, hardware), reverse=True)
-        rejected = sorted(
-            (lay for lay in layouts if not lay.valid), key=lambda lay: (lay.tp * lay.pp, lay.tp)
-        )
+        rejected = sorted((lay for lay in layouts if not lay.valid), key=closeness_key)
         layouts = ranked + rejected
     return Plan(
         model=model,
@@ -346,6 +358,45 @@ def plan(
         layouts=tuple(layouts),
         recommended=recommended,
     )
+
+
+def closeness_key(layout: LayoutPlan) -> tuple[Any, ...]:
+    """Rejected layouts, closest to working first: the fewest errors; among memory-only
+    failures the one whose KV cache comes nearest to one max-length request, then the one
+    whose weights overflow the budget the least."""
+    errors = [f for f in layout.findings if f.severity == "error"]
+    memory_only = all(f.phase in ("profile", "load") for f in errors)
+    m = layout.memory
+    return (len(errors), not memory_only, -m.max_model_len_fit, -m.kv_cache_bytes_per_gpu,
+            m.weight_bytes_per_gpu - m.requested_bytes, layout.tp * layout.pp)
+
+
+def recommendation_reason(layout: LayoutPlan, hw: Hardware) -> str:
+    """Why the ranking picked this layout, in the terms of _rank_key."""
+    conc = layout.memory.max_concurrency
+    mp = layout.tp * layout.pp
+    parts = []
+    if conc >= HEALTHY_CONCURRENCY:
+        parts.append(
+            f"the smallest model-parallel group (TP x PP = {mp}) whose engine holds at least "
+            f"{HEALTHY_CONCURRENCY} max-length requests ({conc:.2f})"
+        )
+    else:
+        parts.append(
+            f"no layout holds {HEALTHY_CONCURRENCY} max-length requests per engine; this one "
+            f"holds the most ({conc:.2f})"
+        )
+    if layout.dp > 1:
+        parts.append(f"{layout.dp} data-parallel replicas use the other GPUs")
+    if layout.ep:
+        parts.append("expert parallelism with DP (vLLM's documented DP+EP deployment)")
+    if layout.pp > 1:
+        parts.append("pipeline parallelism only to span nodes")
+    elif layout.tp <= hw.gpus_per_node:
+        parts.append("tensor parallelism inside one node")
+    if not any(f.severity == "warning" for f in layout.findings):
+        parts.append("no warnings")
+    return "; ".join(parts)
 
 
 def _best_alternative(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hangar.planning.plan import LayoutPlan, Plan, kv_bytes_per_token
+from hangar.planning.plan import LayoutPlan, Plan, kv_bytes_per_token, recommendation_reason
 
 
 def layout_json(layout: LayoutPlan) -> dict[str, Any]:
@@ -23,9 +23,24 @@ def layout_json(layout: LayoutPlan) -> dict[str, Any]:
             "kv_cache_tokens": m.kv_cache_tokens,
             "max_concurrency": m.max_concurrency,
             "max_model_len_fit": m.max_model_len_fit,
+            # kv_cache_tokens and max_concurrency are per engine (one DP replica)
+            "per": "engine",
+            "kv_cache_tokens_total": m.kv_cache_tokens * layout.dp,
+            "max_concurrency_total": round(m.max_concurrency * layout.dp, 2),
         },
         "serve_command": list(layout.serve_args),
+        "multi_node": _multi_node_json(layout),
     }
+
+
+def _multi_node_json(layout: LayoutPlan) -> dict[str, Any] | None:
+    nodes = layout.multi_node
+    if nodes is None:
+        return None
+    def cmds(items: tuple[Any, ...]) -> list[dict[str, Any]]:
+        return [{"node_rank": c.node_rank, "role": c.role, "argv": list(c.argv)} for c in items]
+    return {"recommended": nodes.recommended, "why": nodes.why,
+            "mp": cmds(nodes.mp), "ray": cmds(nodes.ray)}
 
 
 def plan_json(p: Plan) -> dict[str, Any]:
@@ -48,4 +63,9 @@ def plan_json(p: Plan) -> dict[str, Any]:
         "vllm_version": p.request.vllm_version,
         "layouts": [layout_json(lay) for lay in p.layouts],
         "recommended": layout_json(p.recommended) if p.recommended else None,
+        "recommended_why": (
+            recommendation_reason(p.recommended, hw)
+            if p.recommended and p.recommended.valid and not p.request.layout_requested
+            else None
+        ),
     }

@@ -27,6 +27,7 @@ class PlanRequest(BaseModel):
     vllm_version: str = DEFAULT_VLLM_VERSION
     allow_long_max_model_len: bool = False  # VLLM_ALLOW_LONG_MAX_MODEL_LEN=1
     hf_overrides: str | None = None  # --hf-overrides JSON, already applied to the model facts
+    head_address: str = "HEAD_IP"  # the head node's address in multi-node commands
 
     @property
     def layout_requested(self) -> bool:

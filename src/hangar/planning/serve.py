@@ -59,6 +59,12 @@ class ServeOptions(BaseModel):
     backend: Backend | None = None  # --distributed-executor-backend
     node: NodeRole | None = None
     extra_args: tuple[str, ...] = ()
+    # data parallel across nodes (vllm/engine/arg_utils.py, 0.9+): this node's engines
+    dp_local: int | None = None  # --data-parallel-size-local
+    dp_start_rank: int | None = None  # --data-parallel-start-rank (non-head nodes)
+    dp_address: str | None = None  # --data-parallel-address (the head node)
+    dp_rpc_port: int | None = None  # --data-parallel-rpc-port
+    headless: bool = False  # --headless without a NodeRole (DP secondary nodes)
 
 
 def _value_flags(o: ServeOptions) -> list[tuple[str, object]]:
@@ -80,6 +86,10 @@ def _value_flags(o: ServeOptions) -> list[tuple[str, object]]:
         ("--tool-call-parser", o.tool_call_parser),
         ("--reasoning-parser", o.reasoning_parser),
         ("--distributed-executor-backend", o.backend),
+        ("--data-parallel-size-local", o.dp_local),
+        ("--data-parallel-start-rank", o.dp_start_rank),
+        ("--data-parallel-address", o.dp_address),
+        ("--data-parallel-rpc-port", o.dp_rpc_port),
     ]
 
 
@@ -112,7 +122,8 @@ def serve_flags(o: ServeOptions) -> tuple[str, ...]:
         ("--trust-remote-code", o.trust_remote_code),
     ]
     flags += [flag for flag, on in switches if on]
-    return (*flags, *_node_flags(o.node), *o.extra_args)
+    headless = ["--headless"] if o.headless and not (o.node and o.node.headless) else []
+    return (*flags, *_node_flags(o.node), *headless, *o.extra_args)
 
 
 def serve_command(o: ServeOptions) -> tuple[str, ...]:
