@@ -477,6 +477,15 @@ record = {"node": os.environ.get("SLURMD_NODENAME"), "argv": args,
           "env": {k: os.environ.get(k) for k in keep}}
 with open(os.environ["FAKE_LOG"] + "/python.jsonl", "a") as f:
     f.write(json.dumps(record) + "\\n")
+if args[1:2] == ["ray-wait"]:  # like the real gate: until every node's Ray has started
+    nodes = int(next(a for a in args if a.startswith("--nodes=")).split("=")[1])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(os.environ["FAKE_LOG"] + "/python.jsonl") as f:
+            if sum('"ray.scripts.scripts"' in line for line in f) >= nodes:
+                sys.exit(0)
+        time.sleep(0.1)
+    sys.exit(1)
 if args[:3] == ["-m", "ray.scripts.scripts", "start"]:  # --block: until signalled
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     deadline = time.monotonic() + 60
