@@ -110,3 +110,30 @@ def test_stage_marker_far_from_the_end_is_not_a_hang() -> None:
         f"INFO 01-21 17:24:{i % 60:02d} model_runner.py:1] step {i}\n" for i in range(60)
     )
     assert diagnose_text(NCCL_TAIL + later).causes == ()
+
+
+HANGAR_JOB = """\
+hangar: head gpu-node-1 (10.0.0.1) of gpu-node-1 gpu-node-2, job 4242, mode ray
+hangar: a node step ended (exit 1) before the server's step; stopping the job
+hangar: job ends with exit code 1
+"""
+
+
+def test_hangar_slurm_run_dir_layout(tmp_path: Path) -> None:
+    # The Slurm target's job log plus node-%N.log files; node.sh logs the limits it could set.
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "job.out").write_text(HANGAR_JOB)
+    (run / "node-gpu-node-1.log").write_text("hangar: ulimit -v unlimited -n 65536 on gpu-node-1\n")
+    (run / "node-gpu-node-2.log").write_text(
+        "hangar: ulimit -v 67108864 -n 65536 on gpu-node-2\n" + RAY_WORKER
+    )
+    top = diagnose_paths([run]).causes[0]
+    assert top.cause == "ulimit_mmap"
+    assert {Path(e.file).name for e in top.evidence} == {"node-gpu-node-2.log"}
+
+
+def test_hangar_unlimited_v_leaves_the_thread_limit(tmp_path: Path) -> None:
+    log = tmp_path / "node-gpu-node-2.log"
+    log.write_text("hangar: ulimit -v unlimited -n 65536 on gpu-node-2\n" + RAY_WORKER)
+    assert diagnose_paths([log]).causes[0].cause == "ulimit_nproc"
