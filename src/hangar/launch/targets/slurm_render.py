@@ -307,6 +307,16 @@ def _is_local_model(model_id: str) -> bool:
     return model_id.startswith(("/", "./", "../", "~"))
 
 
+def _check_model_path(model_id: str) -> None:
+    """The job runs in the run dir on other hosts: a local model needs an absolute path."""
+    if _is_local_model(model_id) and not model_id.startswith("/"):
+        raise RenderError(
+            f"model.id {model_id!r} is a relative path, but the Slurm job runs in the run dir "
+            "on the compute nodes (and vLLM does not expand ~)",
+            hint="give model.id as an absolute path on a filesystem every node mounts",
+        )
+
+
 def _world_size(d: Deployment) -> int:
     p = d.parallel
     return p.tensor * p.pipeline * p.data
@@ -561,6 +571,7 @@ def node_values(d: Deployment, ctx: RenderContext, mode: str) -> dict[str, objec
 def render_slurm(d: Deployment, ctx: RenderContext) -> Rendered:
     """The sbatch job for ``d``: its files (``job.sbatch`` first) and the sbatch argv."""
     mode = mode_of(d)
+    _check_model_path(d.model.id)
     options = sbatch_options(d)
     on_lines = [o for o in options if shlex.quote(o) == o]
     on_argv = [o for o in options if shlex.quote(o) != o]

@@ -60,6 +60,7 @@ trap 'cleanup; exit 143' TERM INT
 # to the hard ones and log the result in one fixed format (the doctor reads it).
 if ! ulimit -S -v unlimited 2>/dev/null; then
   ulimit -S -v "$(ulimit -H -v)"
+  echo "hangar: the hard ulimit -v on $NODE is $(ulimit -H -v) KiB and cannot be raised; CUDA may fail to reserve memory (ask the site to lift it)" >&2
 fi
 ulimit -S -n "$(ulimit -H -n)" 2>/dev/null || true
 echo "hangar: ulimit -v $(ulimit -S -v) -n $(ulimit -S -n) on $NODE"
