@@ -57,3 +57,13 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def runs_root() -> Path:
+    """One private dir per launch (logs, rendered scripts, temp dirs): runs/<id>/."""
+    return state_dir() / "runs"
+
+
+def engine_cache_dir(key: str) -> Path:
+    """Compile caches per engine (they differ per vLLM/torch build)."""
+    return cache_dir() / "engines" / key

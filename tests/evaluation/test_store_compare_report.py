@@ -18,8 +18,9 @@ from hangar.evaluation import (
     resolve_target,
 )
 from hangar.evaluation.compare import ConditionsDiffer
+from hangar.evaluation.history import load_eval, save_eval
 from hangar.evaluation.results import EvalResult
-from hangar.store.evals import list_evals, load_eval, save_eval
+from hangar.store.evals import list_evals
 
 
 def measure(url: str, output_len: int = 4) -> EvalResult:

@@ -45,22 +45,30 @@ def test_deployment_file_errors_name_the_field(tmp_path: Path) -> None:
 
 
 def test_run_id_from_the_launch_table(hangar_home: Path) -> None:
-    conn = connect()
-    conn.execute(
-        "CREATE TABLE runs (id TEXT PRIMARY KEY, base_url TEXT, log_path TEXT, deployment_json TEXT)"
-    )
+    from hangar.store import runs as store
+
     deployment = {
         "model": "m",
-        "argv": ["vllm", "serve", "m", "--tool-call-parser", "hermes"],
         "env": {"VLLM_CPU_KVCACHE_SPACE": "1"},
         "gpus": ["H100"],
-        "workarounds": [{"id": "w1"}],
     }
-    conn.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, ?)",
-        ("run-1", "http://127.0.0.1:8100", "/tmp/x.log", json.dumps(deployment)),
+    conn = connect()
+    store.insert_run(
+        conn,
+        store.RunRecord(
+            id="run-1",
+            label="m",
+            base_url="http://127.0.0.1:8100",
+            log_path="/tmp/x.log",
+            run_dir=str(hangar_home / "no-such-run-dir"),
+            deployment_json=json.dumps(deployment),
+            engine="default",
+            argv_json=json.dumps(["vllm", "serve", "m", "--tool-call-parser", "hermes"]),
+            workarounds_json=json.dumps(["w1"]),
+            status="ready",
+            started_at=1.0,
+        ),
     )
-    conn.commit()
     conn.close()
     target = resolve_target("run-1", reasoning_parser="qwen3")
     assert target.root_url == "http://127.0.0.1:8100" and target.run_id == "run-1"

@@ -13,9 +13,9 @@ import pytest
 
 from hangar.launch import process
 from hangar.launch.errors import LaunchFailed, PreflightFailed, RunNotLive
-from hangar.launch.local import deployment_record, launch, stop
+from hangar.launch.orchestrator import deployment_record, launch, stop
 from hangar.launch.runs import clean, open_store, refresh
-from hangar.launch.spec import runs_root
+from hangar.paths import runs_root
 from hangar.preflight.probe import port_in_use
 from hangar.store import runs as store
 
@@ -32,16 +32,25 @@ def test_launch_waits_for_every_stage_and_records_the_run(
     events: list[str] = []
     result = launch(
         deployment(fake_engine, model_dir, port, max_num_seqs=4),
-        progress=lambda e, d: events.append(d),
+        on_event=lambda e: events.append(f"{e.stage} {e.detail}"),
     )
     try:
         run = result.run
         assert run.status == "ready"
-        assert list(run.timings) == ["process", "health", "models", "completion"]
+        assert list(run.timings) == [
+            "process", "health", "models", "completion", "submit_to_ready_s"
+        ]
         assert run.base_url == f"http://127.0.0.1:{port}"
         assert run.vllm_version == "0.33.0"
         assert json.loads(run.deployment_json)["serve"]["max_num_seqs"] == 4
-        assert any("completion ok" in e for e in events)
+        assert any(e.startswith("completion ok") for e in events)
+        stages = [e.stage for e in store.list_events(open_store(), run.id)]
+        assert stages == [
+            "render", "record", "submit", "running", "endpoint",
+            "process", "health", "models", "completion", "ready",
+        ]  # preflight is emitted before the run exists
+        served = json.loads((Path(run.run_dir) / "server.json").read_text())
+        assert served["url"] == run.base_url
         run_dir = Path(run.run_dir)
         assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
         assert stat.S_IMODE((run_dir / "tmp").stat().st_mode) == 0o700
@@ -51,7 +60,7 @@ def test_launch_waits_for_every_stage_and_records_the_run(
         assert seen["argv"][seen["argv"].index("--served-model-name") + 1] == "tiny"
         assert seen["env"]["VLLM_CACHE_ROOT"].endswith("/vllm")
         assert deployment_record(run.id).is_file()  # engines remove sees the engine in use
-        assert len(process.run_processes(run.id, run.pgid)) == 2  # server + its worker
+        assert len(process.run_processes(run.id, run.handle.get("pgid"))) == 2  # server + its worker
     finally:
         stop(result.run.id)
 
@@ -60,9 +69,9 @@ def test_stop_leaves_nothing_but_spares_bystanders(
     fake_engine: Path, model_dir: Path, port: int, bystander: subprocess.Popen[bytes]
 ) -> None:
     run = launch(deployment(fake_engine, model_dir, port)).run
-    record, count, killed = stop(run.id)
-    assert (record.status, count, killed) == ("stopped", 2, False)
-    assert process.run_processes(run.id, run.pgid) == []
+    record, stopped = stop(run.id)
+    assert (record.status, stopped.signalled, stopped.forced) == ("stopped", 2, False)
+    assert process.run_processes(run.id, run.handle.get("pgid")) == []
     assert _port_free(port)
     assert not (Path(run.run_dir) / "tmp").exists()
     assert not deployment_record(run.id).exists()
@@ -78,9 +87,10 @@ def test_stop_escalates_to_sigkill_for_a_worker_that_ignores_sigterm(
         update={"env": {"FAKE_VLLM_MODE": "stubborn"}}
     )
     run = launch(d).run
-    _, _, killed = stop(run.id, grace_s=1)
+    _, stopped = stop(run.id, grace_s=1)
+    killed = stopped.forced
     assert killed
-    assert process.run_processes(run.id, run.pgid) == []
+    assert process.run_processes(run.id, run.handle.get("pgid")) == []
 
 
 def test_early_crash_is_caught_with_log_kept_and_run_failed(
@@ -96,7 +106,7 @@ def test_early_crash_is_caught_with_log_kept_and_run_failed(
     assert Path(exc.log_path).is_file()
     run = store.get_run(open_store(), exc.run_id)
     assert run.status == "failed" and run.error is not None
-    assert process.run_processes(run.id, run.pgid) == []
+    assert process.run_processes(run.id, run.handle.get("pgid")) == []
 
 
 def test_server_dying_on_first_request_fails_the_completion_stage(
@@ -157,7 +167,7 @@ def test_status_notices_a_server_that_exited_and_clean_removes_only_dead_runs(
 ) -> None:
     conn = open_store()
     dead = launch(deployment(fake_engine, model_dir, port)).run
-    os.killpg(dead.pgid or 0, 9)
+    os.killpg(dead.handle.get("pgid") or 0, 9)
     process._reap_children()
     _wait_port_free(port)  # SIGKILL is asynchronous: the dead server may hold the port a moment
     live = launch(deployment(fake_engine, model_dir, port)).run

@@ -19,7 +19,7 @@ from hangar.cli.main import main
 from hangar.deploy import Deployment, write_deployment
 from hangar.launch import process
 from hangar.launch.errors import LaunchFailed, PreflightFailed
-from hangar.launch.local import launch
+from hangar.launch.orchestrator import launch
 from hangar.launch.runs import open_store
 from hangar.store import runs as store
 
@@ -90,11 +90,11 @@ def test_launch_serves_a_completion_then_stop_leaves_nothing(
         )
         with urllib.request.urlopen(req, timeout=60) as resp:
             assert json.loads(resp.read())["usage"]["completion_tokens"] >= 1
-        pids = process.run_processes(run.id, run.pgid)
+        pids = process.run_processes(run.id, run.handle.get("pgid"))
         assert len(pids) >= 2  # API server + engine core at least
     finally:
         assert main(["stop", run.id]) == 0
-    assert process.run_processes(run.id, run.pgid) == []
+    assert process.run_processes(run.id, run.handle.get("pgid")) == []
     assert main(["preflight", str(file), "--json"]) == 0  # port free again
     assert not (Path(run.run_dir) / "tmp").exists()
     assert _tmp_leftovers() <= before  # IPC sockets and dist dirs went to the run's TMPDIR
@@ -114,7 +114,7 @@ def test_a_model_vllm_refuses_is_caught_late_with_the_log_kept(engine: Path, tin
     assert "max_model_len" in log and "max_model_len" in exc.error_block
     run = store.get_run(open_store(), exc.run_id)
     assert run.status == "failed"
-    assert process.run_processes(run.id, run.pgid) == []
+    assert process.run_processes(run.id, run.handle.get("pgid")) == []
 
 
 def test_a_layout_preflight_rejects_never_starts_a_process(engine: Path, tiny: Path) -> None:

@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from hangar.launch import process
-from hangar.launch.local import launch, live_runs_using, restart_runs_using, stop
+from hangar.launch.orchestrator import launch, live_runs_using, restart_runs_using, stop
 
 from .conftest import deployment
 
@@ -21,7 +21,7 @@ def test_restart_relaunches_only_runs_of_that_engine(
         assert live_runs_using("some-other-engine") == []
         results = restart_runs_using(first.engine)
         assert len(results) == 1 and results[0].old_run == first.id and results[0].new_run
-        assert not process.run_processes(first.id, first.pgid)  # the old group is gone
+        assert not process.run_processes(first.id, first.handle.get("pgid"))  # the old group is gone
         new_id = results[0].new_run
         assert [r.id for r in live_runs_using(first.engine)] == [new_id]
         assert bystander.poll() is None

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hangar.hardware import lookup
+from hangar.preflight.workarounds_check import review
 from hangar.workarounds import (
     Facts,
     ModelFeatures,
@@ -18,7 +19,6 @@ from hangar.workarounds import (
     model_features,
     removal_due,
 )
-from hangar.workarounds.check import review
 
 CATALOG = Path(__file__).resolve().parents[2] / "src" / "hangar" / "models" / "catalog"
 

@@ -16,7 +16,7 @@ import click
 def compare(a: str, b: str, force: bool, as_json: bool) -> int:
     """Compare stored evals A and B (ids, id prefixes, launch run ids, or 'latest')."""
     from hangar.evaluation import compare as compare_results
-    from hangar.store.evals import load_eval
+    from hangar.evaluation.history import load_eval
 
     comparison = compare_results(load_eval(a), load_eval(b), force=force)
     if as_json:

@@ -292,10 +292,10 @@ def _report_users(name: str, users: list[str], restart: bool) -> None:
 
 def _restart_live_runs(name: str) -> None:
     """--restart: stop and relaunch every live run on NAME (hangar launch's executor)."""
-    from hangar.launch.local import restart_runs_using
+    from hangar.launch.orchestrator import restart_runs_using
 
     for result in restart_runs_using(
-        name, progress=lambda event, detail: click.echo(f"  {event}: {detail}")
+        name, on_event=lambda event: click.echo(f"  {event.stage}: {event.detail}")
     ):
         if result.new_run:
             click.echo(f"restarted run {result.old_run} as {result.new_run} on the new build")

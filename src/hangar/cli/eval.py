@@ -158,7 +158,7 @@ def eval_command(
     baseline = _baseline(compare_ref)
     result = _run_with_progress(resolved, options, show=not as_json)
     if not no_store:
-        from hangar.store.evals import save_eval
+        from hangar.evaluation.history import save_eval
 
         save_eval(result)
     comparison = _compare(baseline, result, force) if baseline is not None else None
@@ -169,7 +169,7 @@ def eval_command(
 def _baseline(ref: str | None) -> Any:
     if ref is None:
         return None
-    from hangar.store.evals import load_eval
+    from hangar.evaluation.history import load_eval
 
     return load_eval(ref)
 

@@ -116,8 +116,9 @@ def _ask_missing(values: dict[str, Any]) -> dict[str, Any]:
 def init(output: Path, force: bool, no_input: bool, schema: bool, **values: Any) -> int:
     """Write a deployment file that hangar preflight / launch read."""
     from hangar.deploy import json_schema, write_deployment
-    from hangar.deploy.init import Answers, build_deployment, propose
+    from hangar.deploy.init import Answers, build_deployment
     from hangar.errors import UsageError
+    from hangar.planning.deployment import propose
 
     if schema:
         click.echo(json.dumps(json_schema(), indent=2))

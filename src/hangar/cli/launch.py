@@ -1,7 +1,8 @@
-"""``hangar launch``: preflight, start vLLM, wait for real readiness, record the run."""
+"""``hangar launch``: preflight, render, submit, wait for real readiness, record the run."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -14,36 +15,52 @@ from hangar.cli.preflight import deployment_options, overrides, render_findings
 @click.option(
     "--target",
     "kind",
-    type=click.Choice(["local"]),
-    default="local",
-    show_default=True,
-    help="Where to run it (slurm and container come with their own issues).",
+    type=click.Choice(["local", "slurm"]),
+    help="Override the file's [target] kind (inside a Slurm allocation, `--target local` "
+    "runs on the allocation's node).",
 )
 @click.option("--force", is_flag=True, help="Launch even when preflight finds errors.")
+@click.option("--dry-run", is_flag=True, help="Preflight and render only; submit nothing.")
 @deployment_options
-def launch(target: str | None, kind: str, force: bool, **flags: Any) -> int:
+def launch(target: str | None, kind: str | None, force: bool, dry_run: bool, **flags: Any) -> int:
     """Launch a deployment FILE (default ./hangar.toml) or a MODEL and wait until it serves."""
-    from rich.console import Console
-    from rich.markup import escape
+    from hangar.deploy.init import deployment_for_cli, with_target_kind
 
-    from hangar.deploy.init import deployment_for_cli
+    d = with_target_kind(deployment_for_cli(target, overrides(**flags)), kind)
+    if dry_run:
+        return _dry_run(d, force)
+    return _launch(d, force)
+
+
+def _dry_run(d: Any, force: bool) -> int:
+    from hangar.cli.render import print_rendered
+    from hangar.launch.orchestrator import render
+    from hangar.paths import runs_root
+    from hangar.preflight.runner import preflight
+
+    report = preflight(d)
+    render_findings(report.findings)
+    if report.engine is None or not report.engine.exists:
+        click.echo("preflight: no engine, nothing rendered", err=True)
+        return 1
+    print_rendered(render(d, report, runs_root() / "RUN_ID"))
+    verdict = "ok" if report.ok else f"{len(report.errors())} error(s)"
+    click.echo(f"dry run: preflight {verdict}; nothing was submitted", err=True)
+    return 0 if report.ok or force else 1
+
+
+def _launch(d: Any, force: bool) -> int:
+    from rich.console import Console
+
     from hangar.launch.errors import LaunchFailed, PreflightFailed
-    from hangar.launch.local import launch as launch_local
+    from hangar.launch.orchestrator import launch as run_launch
 
     console = Console(stderr=True, highlight=False)
-    d = deployment_for_cli(target, overrides(**flags))
     with console.status("preflight") as status:
-
-        def progress(event: str, detail: str) -> None:
-            console.print(f"[dim]{escape(event)}:[/] {escape(detail)}")
-            status.update(
-                f"waiting for readiness (run {escape(detail.split(',')[0])})"
-                if event == "started"
-                else "waiting"
-            )
-
         try:
-            result = launch_local(d, force=force, progress=progress)
+            result = run_launch(
+                d, force=force, on_event=_event_printer(console, status), diagnose=_diagnose
+            )
         except PreflightFailed:
             from hangar.preflight.runner import preflight
 
@@ -54,8 +71,50 @@ def launch(target: str | None, kind: str, force: bool, **flags: Any) -> int:
             status.stop()
             _show_failure(console, exc)
             raise
+    _show_overrides(console, result.rendered)
     run = result.run
-    for o in result.spec.applied.overrides:
+    click.echo(
+        f"run {run.id} ready at {run.base_url} (model '{result.rendered.served_name}', "
+        f"{run.timings.get('submit_to_ready_s', 0):.1f}s); stop with: hangar stop {run.id}"
+    )
+    return 0
+
+
+_WAITING = {
+    "submit": "waiting for the job to start",
+    "queued": "queued",
+    "running": "waiting for the server's address",
+    "endpoint": "waiting for readiness",
+}
+
+
+def _event_printer(console: Any, status: Any) -> Any:
+    from rich.markup import escape
+
+    def show(event: Any) -> None:
+        console.print(
+            f"[dim]{event.elapsed_s:7.1f}s {escape(event.stage)}:[/] {escape(event.detail)}"
+        )
+        if event.stage in _WAITING:
+            status.update(f"{_WAITING[event.stage]} (run {event.run_id})")
+
+    return show
+
+
+def _diagnose(paths: list[Path]) -> str | None:
+    """hangar doctor's one-line verdict over every log of the run."""
+    from hangar.diagnose import diagnose_paths
+
+    top = diagnose_paths(paths).top
+    if top is None:
+        return None
+    return f"{top.title or top.cause}: {top.explanation} Fix: {top.fix}"
+
+
+def _show_overrides(console: Any, rendered: Any) -> None:
+    from rich.markup import escape
+
+    for o in rendered.applied.overrides:
         console.print(
             "[yellow]override:[/] "
             + escape(
@@ -63,11 +122,6 @@ def launch(target: str | None, kind: str, force: bool, **flags: Any) -> int:
                 f"{o.workaround_value}"
             )
         )
-    click.echo(
-        f"run {run.id} ready at {run.base_url} (model '{result.spec.served_name}', "
-        f"{run.timings.get('completion', 0):.1f}s); stop with: hangar stop {run.id}"
-    )
-    return 0
 
 
 def _show_failure(console: Any, exc: Any) -> None:

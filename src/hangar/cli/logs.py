@@ -14,7 +14,7 @@ import click
 @click.option("-n", "--lines", type=click.IntRange(min=0), help="Only the last N lines.")
 def logs(run: str | None, follow: bool, lines: int | None) -> None:
     """Print the log of RUN (id or prefix; default: the latest run)."""
-    from hangar.launch import process
+    from hangar.launch.orchestrator import observe
     from hangar.launch.runs import open_store
     from hangar.store.runs import get_run
 
@@ -26,7 +26,7 @@ def logs(run: str | None, follow: bool, lines: int | None) -> None:
         text = fh.read()
         shown = text.splitlines()[-lines:] if lines is not None else text.splitlines()
         click.echo("\n".join(shown))
-        while follow and process.run_processes(record.id, record.pgid):
+        while follow and observe(record).phase in ("queued", "running"):
             chunk = fh.read()
             if chunk:
                 click.echo(chunk, nl=False)

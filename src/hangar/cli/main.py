@@ -33,9 +33,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "launch",
         "Start a deployment and wait until it really serves.",
     ),
+    "render": (
+        "hangar.cli.render",
+        "render",
+        "Print what a deployment would run (the sbatch script, the argv); runs nothing.",
+    ),
     "status": ("hangar.cli.status", "status", "Show launched runs and their state."),
     "logs": ("hangar.cli.logs", "logs", "Show or follow the log of a run."),
-    "stop": ("hangar.cli.stop", "stop", "Stop a run Hangar started (its process group only)."),
+    "stop": ("hangar.cli.stop", "stop", "Stop a run Hangar started (its process group or Slurm job only)."),
     "clean": ("hangar.cli.clean", "clean", "Remove run dirs, temp files and locks of dead runs."),
     "doctor": ("hangar.cli.doctor", "doctor", "Name the root cause of a failed launch from logs."),
     "workarounds": (

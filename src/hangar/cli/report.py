@@ -21,8 +21,8 @@ def report(refs: tuple[str, ...], output: Path) -> int:
     """Write an HTML report (charts, suite results, comparison) for stored evals."""
     from hangar.errors import InputError
     from hangar.evaluation import render_html
+    from hangar.evaluation.history import load_eval
     from hangar.paths import atomic_write_text
-    from hangar.store.evals import load_eval
 
     results = [load_eval(ref) for ref in refs]
     try:

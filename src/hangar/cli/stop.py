@@ -1,4 +1,4 @@
-"""``hangar stop``: SIGTERM a run's process group, SIGKILL after the grace period."""
+"""``hangar stop``: stop exactly what a run's target started (process group, Slurm job)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ import click
     help="Seconds between SIGTERM and SIGKILL (default: the deployment's stop_grace_s).",
 )
 def stop(run: str | None, grace: float | None) -> None:
-    """Stop RUN (id or prefix; default: the latest run). Only processes Hangar started are signalled."""
-    from hangar.launch.local import stop as stop_run
+    """Stop RUN (id or prefix; default: the latest run). Only what Hangar started is signalled."""
+    from hangar.launch.orchestrator import stop as stop_run
 
-    record, count, killed = stop_run(run, grace_s=grace)
-    how = "SIGKILL after the grace period" if killed else "SIGTERM"
-    click.echo(f"run {record.id} stopped ({count} processes, {how})")
+    record, stopped = stop_run(run, grace_s=grace)
+    click.echo(f"run {record.id} stopped ({stopped.detail})")

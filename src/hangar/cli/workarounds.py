@@ -85,7 +85,7 @@ def show_command(workaround_id: str, as_json: bool) -> None:
 @json_option
 def check_command(target: str | None, as_json: bool, **opts: Any) -> None:
     """Which workarounds apply to a deployment FILE or to the given facts."""
-    from hangar.workarounds.check import check
+    from hangar.preflight.workarounds_check import check
 
     applied, chosen = check(target, **opts)
     if as_json:
@@ -111,7 +111,7 @@ def check_command(target: str | None, as_json: bool, **opts: Any) -> None:
 @json_option
 def review_command(vllm_version: str | None, as_json: bool) -> None:
     """Entries whose removal condition may now hold (the engine is past the fixing version)."""
-    from hangar.workarounds.check import review
+    from hangar.preflight.workarounds_check import review
 
     rows = review(vllm_version)
     if as_json:

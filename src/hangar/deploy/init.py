@@ -6,8 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from hangar.deploy.schema import Deployment, Parallel
-from hangar.errors import HangarError
+from hangar.deploy.schema import Deployment
 
 
 class Answers(BaseModel):
@@ -65,39 +64,6 @@ def build_deployment(a: Answers, *, source: str = "command-line flags") -> Deplo
     return deployment_from_data(data, source=source)
 
 
-class Proposal(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    deployment: Deployment
-    note: str
-
-
-def propose(d: Deployment, *, keep_layout: bool) -> Proposal:
-    """The deployment with `hangar plan`'s recommended layout, unless the user chose one."""
-    if d.resources.gpu is None:
-        return Proposal(deployment=d, note="no GPU kind given: layout not planned")
-    from hangar.preflight.plan_bridge import plan_for
-
-    try:
-        result = plan_for(d, with_layout=keep_layout)
-    except HangarError as exc:
-        return Proposal(deployment=d, note=f"plan unavailable: {exc.message}")
-    best = result.recommended
-    if best is None:
-        return Proposal(
-            deployment=d, note="the plan found no layout that fits; check with hangar preflight"
-        )
-    if keep_layout:
-        return Proposal(
-            deployment=d, note=f"your layout tp={d.parallel.tensor} pp={d.parallel.pipeline} kept"
-        )
-    layout = Parallel(tensor=best.tp, pipeline=best.pp, data=best.dp, expert=best.ep)
-    return Proposal(
-        deployment=d.model_copy(update={"parallel": layout}),
-        note=f"plan recommends tp={best.tp} pp={best.pp} dp={best.dp}{' ep' if best.ep else ''}",
-    )
-
-
 def deployment_for_cli(target: str | None, overrides: dict[str, Any]) -> Deployment:
     """`hangar preflight/launch [FILE | MODEL] [flags]`: a file (flags override it) or a model id."""
     from pathlib import Path
@@ -138,8 +104,20 @@ def _merged(d: Deployment, given: dict[str, Any]) -> dict[str, Any]:
         if key == "engine":
             data["engine"] = value
         elif key in ("host", "port"):
-            data["target"]["local"][key] = value
+            data["target"][data["target"]["kind"]][key] = value
         elif key in _SECTION_OF:
             section, field = _SECTION_OF[key]
             data[section][field] = value
     return data
+
+
+def with_target_kind(d: Deployment, kind: str | None) -> Deployment:
+    """``--target KIND`` over the file's [target]: the port carries over, the rest is the
+    kind's defaults (inside a Slurm allocation, local runs on the allocation's node)."""
+    from hangar.deploy.io import deployment_from_data
+
+    if kind is None or kind == d.target.kind:
+        return d
+    data = d.model_dump(mode="json")
+    data["target"] = {"kind": kind, kind: {"port": d.target.port}}
+    return deployment_from_data(data, source=f"--target {kind}")

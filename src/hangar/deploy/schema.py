@@ -165,9 +165,29 @@ _MODULE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+/@-]*")
 # not contradict them (one source of truth), so these go through their own fields.
 SBATCH_OWNED = frozenset(
     {
-        "nodes", "ntasks", "ntasks-per-node", "gpus", "gpus-per-node", "gres", "gpus-per-task",
-        "output", "error", "job-name", "partition", "account", "qos", "time", "cpus-per-task",
-        "mem", "exclusive", "constraint", "reservation", "parsable", "wrap", "chdir", "export",
+        "nodes",
+        "ntasks",
+        "ntasks-per-node",
+        "gpus",
+        "gpus-per-node",
+        "gres",
+        "gpus-per-task",
+        "output",
+        "error",
+        "job-name",
+        "partition",
+        "account",
+        "qos",
+        "time",
+        "cpus-per-task",
+        "mem",
+        "exclusive",
+        "constraint",
+        "reservation",
+        "parsable",
+        "wrap",
+        "chdir",
+        "export",
     }
 )
 _SBATCH_EXTRA = re.compile(r"--([a-z][a-z0-9-]*)(=[^\s'\"`$\\;&|<>()]+)?")
@@ -387,7 +407,7 @@ class Deployment(_Section):
             )
         if isinstance(t, LocalTargetSection) and self.resources.nodes > 1:
             raise ValueError(
-                f"resources.nodes = {self.resources.nodes} with target.kind = \"local\": one "
+                f'resources.nodes = {self.resources.nodes} with target.kind = "local": one '
                 'process cannot span nodes; use target.kind = "slurm"'
             )
         return self

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -145,36 +144,53 @@ def target_from_deployment_file(path: Path) -> Target:
 
 
 def target_from_run(run_id: str, db_path: Path | None) -> Target:
-    row = _run_row(run_id, db_path)
-    if row is None:
+    """A run recorded by ``hangar launch`` (id or unique prefix): its URL from the run
+    dir's server.json (written once it answered), else the recorded base URL."""
+    from hangar.store.runs import find_run
+
+    run = find_run(run_id, db_path)
+    if run is None:
         raise InputError(
             f"'{run_id}' is not a URL, not a deployment file, and the run id is unknown",
             hint="pass http://HOST:PORT, a hangar.toml, or a run id from `hangar launch`",
         )
-    deployment = _json_object(row["deployment_json"])
-    facts = deployment_facts(deployment)
+    served = _json_object(_read(Path(run.run_dir) / "server.json"))
+    url = str(served.get("url") or run.base_url)
+    if not url:
+        raise InputError(
+            f"run {run.id} has no server address yet (status {run.status})",
+            hint=f"hangar status   (wait until it is ready), or hangar logs {run.id}",
+        )
+    facts = deployment_facts(
+        {
+            **run.deployment,
+            "argv": json.loads(run.argv_json or "[]"),
+            "workarounds": json.loads(run.workarounds_json or "[]"),
+        }
+    )
+    if served.get("model"):
+        facts["model"] = str(served["model"])
     return Target(
         spec=run_id,
-        root_url=normalize_url(str(row["base_url"])),
-        run_id=run_id,
-        log_path=Path(row["log_path"]) if row["log_path"] else None,
+        root_url=normalize_url(url),
+        run_id=run.id,
+        log_path=Path(run.log_path) if run.log_path else None,
         **facts,
     )
 
 
-def _run_row(run_id: str, db_path: Path | None) -> sqlite3.Row | None:
-    from hangar.store.db import connect
+def _model_name(model: Any) -> str | None:
+    """A model id, or a deployment's [model] table (the name clients use)."""
+    if isinstance(model, Mapping):
+        return _str_or_none(model.get("served_name")) or _str_or_none(model.get("id"))
+    return _str_or_none(model)
 
-    conn = connect(db_path)
+
+def _read(path: Path) -> str:
     try:
-        row: sqlite3.Row | None = conn.execute(
-            "SELECT id, base_url, log_path, deployment_json FROM runs WHERE id = ?", (run_id,)
-        ).fetchone()
-    except sqlite3.OperationalError:  # no runs table yet: nothing was launched
-        return None
-    finally:
-        conn.close()
-    return row
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
 
 
 def deployment_facts(deployment: Mapping[str, Any]) -> dict[str, Any]:
@@ -187,7 +203,7 @@ def deployment_facts(deployment: Mapping[str, Any]) -> dict[str, Any]:
     merged: dict[str, Any] = {**deployment, **(serve if isinstance(serve, Mapping) else {})}
     argv = [str(a) for a in _first_list(merged, ("argv", "args", "flags", "command"))]
     facts: dict[str, Any] = {
-        "model": _str_or_none(merged.get("model")),
+        "model": _model_name(merged.get("model")),
         "tool_call_parser": _str_or_none(merged.get("tool_call_parser"))
         or _flag(argv, "--tool-call-parser"),
         "reasoning_parser": _str_or_none(merged.get("reasoning_parser"))

@@ -9,8 +9,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from hangar.launch import process
-from hangar.launch.local import deployment_record
-from hangar.launch.spec import runs_root
+from hangar.launch.orchestrator import deployment_record, observe
+from hangar.paths import runs_root
 from hangar.store import runs as store
 from hangar.store.db import connect
 
@@ -20,25 +20,35 @@ class RunState(BaseModel):
 
     run: store.RunRecord
     alive: bool
-    pids: tuple[int, ...]
+    pids: tuple[int, ...]  # local runs: the processes carrying the run's marker
+    detail: str = ""  # e.g. Slurm's pending reason
 
 
 def open_store() -> sqlite3.Connection:
-    conn = connect()
-    store.ensure_schema(conn)
-    return conn
+    return connect()
+
+
+def _state(run: store.RunRecord) -> RunState:
+    if not run.live or not run.handle:
+        return RunState(run=run, alive=False, pids=())
+    obs = observe(run)
+    pids = process.run_processes(run.id, run.handle.get("pgid")) if run.target == "local" else []
+    return RunState(
+        run=run, alive=obs.phase in ("queued", "running"), pids=tuple(pids), detail=obs.reason
+    )
 
 
 def refresh(conn: sqlite3.Connection) -> list[RunState]:
-    """Every run with its live processes; live runs whose processes are gone become 'exited'."""
+    """Every run with its target's view; live runs that are gone become 'exited'."""
     states = []
     for run in store.list_runs(conn):
-        pids = process.run_processes(run.id, run.pgid) if run.status in store.LIVE_STATUSES else []
-        if run.status in store.LIVE_STATUSES and not pids:
-            store.finish_run(conn, run.id, "exited", error="the server exited on its own")
+        state = _state(run)
+        if run.live and run.handle and not state.alive:
+            why = "the server exited on its own" if run.target == "local" else state.detail
+            store.finish_run(conn, run.id, "exited", error=why or "the job left the queue")
             deployment_record(run.id).unlink(missing_ok=True)
-            run = store.get_run(conn, run.id)
-        states.append(RunState(run=run, alive=bool(pids), pids=tuple(pids)))
+            state = RunState(run=store.get_run(conn, run.id), alive=False, pids=())
+        states.append(state)
     return states
 
 

@@ -12,11 +12,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from hangar.deploy.schema import MASK, Deployment, is_secret_name
-from hangar.paths import cache_dir, state_dir
+from hangar.deploy.schema import MASK, Deployment, LocalTargetSection, is_secret_name
 from hangar.planning import serve
 from hangar.preflight.engine import EngineFacts
-from hangar.workarounds import Applied, Workaround, apply
+from hangar.workarounds import Applied
 
 # Runs in the engine's interpreter before vLLM: raise the soft address-space (and
 # open-files) limits to the hard ones, then exec vLLM in the same process slot.
@@ -53,14 +52,6 @@ class LaunchSpec(BaseModel):
         return {**base, **self.env_overlay}
 
 
-def runs_root() -> Path:
-    return state_dir() / "runs"
-
-
-def engine_cache_dir(key: str) -> Path:
-    return cache_dir() / "engines" / key
-
-
 def serve_flags(d: Deployment) -> list[str]:
     """The vllm serve flags the deployment states (planning.serve is the one builder)."""
     return list(serve.serve_flags(serve.options_for(d)))
@@ -78,24 +69,21 @@ def entrypoint(engine: EngineFacts) -> list[str]:
 def build_launch(
     d: Deployment,
     engine: EngineFacts,
-    workarounds: list[Workaround],
+    applied: Applied,
     run_dir: Path,
     engine_cache: Path,
 ) -> LaunchSpec:
+    """The local target's argv and env; ``applied`` is preflight's workaround merge."""
+    assert isinstance(d.target, LocalTargetSection)
     local = d.target.local
-    user_args = serve_flags(d)
-    applied = apply(workarounds, d.env, user_args)
+    options = serve.options_for(d, host=local.host, port=local.port)
     argv = [
         str(engine.python),
         "-c",
         BOOTSTRAP,
         *entrypoint(engine),
         d.model.id,
-        "--host",
-        local.host,
-        "--port",
-        str(local.port),
-        *user_args,
+        *serve.serve_flags(options),
         *applied.args,
     ]
     tmp = run_dir / "tmp"

@@ -13,11 +13,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from hangar.deploy.schema import Deployment
+from hangar.deploy.schema import Deployment, LocalTargetSection, SlurmTargetSection
 from hangar.errors import HangarError
 from hangar.hardware.spec import GpuSpec
+from hangar.paths import engine_cache_dir, runs_root
+from hangar.planning.serve import options_for, serve_flags
 from hangar.preflight import plan_bridge
-from hangar.preflight.checks import CheckInput, host_findings, relevant_env
+from hangar.preflight.checks import (
+    CHECKS,
+    SUBMIT_HOST_CHECKS,
+    CheckInput,
+    host_findings,
+    relevant_env,
+)
 from hangar.preflight.engine import EngineFacts, probe_engine
 from hangar.preflight.findings import Finding, has_errors, sort_findings
 from hangar.preflight.probe import (
@@ -69,11 +77,25 @@ def lookup_gpu(name: str | None) -> GpuSpec | None:
         ) from exc
 
 
-def probe_host(d: Deployment, engine: EngineFacts | None, env: Mapping[str, str]) -> HostFacts:
-    from hangar.launch.engine import engine_key
-    from hangar.launch.spec import engine_cache_dir, runs_root
+def bind_address(d: Deployment) -> tuple[str, int]:
+    """Where the server will listen, as far as this host can tell."""
+    if isinstance(d.target, LocalTargetSection):
+        return d.target.local.host, d.target.local.port
+    return d.target.slurm.host or "0.0.0.0", d.target.slurm.port
 
-    local = d.target.local
+
+def _slurm_findings(d: Deployment, engine: EngineFacts | None, env: dict[str, str]) -> list[Finding]:
+    from hangar.preflight.slurm import probe_slurm, slurm_findings
+
+    # Inside an allocation (SLURM_JOB_ID) a local launch is checked against it too.
+    found: list[Finding] = slurm_findings(d, probe_slurm(d, env), engine, run_dir=runs_root())
+    return found
+
+
+def probe_host(d: Deployment, engine: EngineFacts | None, env: Mapping[str, str]) -> HostFacts:
+    from hangar.engines.resolve import engine_key
+
+    host, port = bind_address(d)
     tmp = Path(env.get("TMPDIR") or "/tmp")
     return HostFacts(
         ulimits=probe_ulimits(),
@@ -81,7 +103,7 @@ def probe_host(d: Deployment, engine: EngineFacts | None, env: Mapping[str, str]
         run_root=probe_dir(runs_root()),
         cache_root=probe_dir(engine_cache_dir(engine_key(d.engine))),
         stale=stale_temp_files(tmp),
-        port_in_use=port_in_use(local.host, local.port),
+        port_in_use=port_in_use(host, port) if d.target.kind == "local" else False,
         wsl=in_wsl(),
         nvcc=find_nvcc(env),
         interfaces=interfaces(),
@@ -92,7 +114,7 @@ def probe_host(d: Deployment, engine: EngineFacts | None, env: Mapping[str, str]
 
 
 def _engine_facts(d: Deployment) -> tuple[EngineFacts | None, list[Finding]]:
-    from hangar.launch.engine import resolve_engine
+    from hangar.engines.resolve import resolve_engine
 
     try:
         return probe_engine(resolve_engine(d.engine)), []
@@ -170,9 +192,10 @@ def preflight(
     engine, findings = _engine_facts(d)
     host = probe_host(d, engine, environ)
     weights = probe_weights(d.model.id, {**environ, **d.env}, d.model.revision)
+    bind_host, bind_port = bind_address(d)
     request = CheckInput(
-        host=d.target.local.host,
-        port=d.target.local.port,
+        host=bind_host,
+        port=bind_port,
         gpus=d.resources.gpus,
         nodes=d.resources.nodes,
         tp=d.parallel.tensor,
@@ -182,11 +205,12 @@ def preflight(
         other_runs_util=dict(other_runs_util or {}),
         weights=weights,
     )
-    findings += host_findings(host, request)
+    local = d.target.kind == "local"
+    findings += host_findings(host, request, CHECKS if local else SUBMIT_HOST_CHECKS)
+    if isinstance(d.target, SlurmTargetSection) or environ.get("SLURM_JOB_ID"):
+        findings += _slurm_findings(d, engine, environ)
     chosen = applicable(workaround_facts(d, gpu, engine, host, weights))
-    from hangar.launch.spec import serve_flags
-
-    applied = apply(chosen, d.env, serve_flags(d))
+    applied = apply(chosen, d.env, list(serve_flags(options_for(d))))
     findings += workaround_findings(chosen, applied)
     if with_plan:
         findings += plan_bridge.plan_findings(d, engine.vllm_version if engine else None)

@@ -1,4 +1,4 @@
-"""One SQLite database under the state dir; each store module creates its own tables."""
+"""One SQLite database under the state dir; its schema is migrated on open (store/schema.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hangar.errors import InputError
 from hangar.paths import state_dir
+from hangar.store.schema import migrate
 
 DB_NAME = "hangar.sqlite3"
 
@@ -26,6 +27,7 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA foreign_keys=ON")
+        migrate(conn, str(target))
     except (OSError, sqlite3.DatabaseError) as exc:
         # A file that is not SQLite (or a directory, or no permission) in Hangar's place.
         raise InputError(

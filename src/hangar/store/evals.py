@@ -1,7 +1,8 @@
 """Eval results in the shared SQLite store (table ``evals``; owned by this module).
 
-Each row keeps the full :class:`EvalResult` JSON (with its snapshot) plus a few
-columns to look results up by id, run id or time. API keys are never part of
+Each row keeps the full EvalResult JSON (with its snapshot; the evaluation stage turns it
+into its model, see ``hangar.evaluation.history``) plus a few columns to look results up
+by id, run id or time. API keys are never part of
 a result, so never stored.
 """
 
@@ -10,8 +11,9 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict
+
 from hangar.errors import InputError
-from hangar.evaluation.results import EvalResult
 from hangar.store.db import connect
 
 _SCHEMA = """
@@ -34,27 +36,39 @@ def _open(db_path: Path | None) -> sqlite3.Connection:
     return conn
 
 
-def save_eval(result: EvalResult, db_path: Path | None = None) -> None:
+class EvalRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    created_at: str
+    target: str
+    run_id: str | None
+    model: str | None
+    status: str  # pass | fail
+    result_json: str
+
+
+def save_eval(row: EvalRow, db_path: Path | None = None) -> None:
     conn = _open(db_path)
     try:
         with conn:
             conn.execute(
                 "INSERT OR REPLACE INTO evals VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    result.id,
-                    result.created_at,
-                    result.target,
-                    result.snapshot.run_id,
-                    result.snapshot.model,
-                    "fail" if result.failed else "pass",
-                    result.model_dump_json(),
+                    row.id,
+                    row.created_at,
+                    row.target,
+                    row.run_id,
+                    row.model,
+                    row.status,
+                    row.result_json,
                 ),
             )
     finally:
         conn.close()
 
 
-def load_eval(ref: str, db_path: Path | None = None) -> EvalResult:
+def load_eval_json(ref: str, db_path: Path | None = None) -> str:
     """An eval by id, unique id prefix, launch run id (its latest eval) or ``latest``."""
     conn = _open(db_path)
     try:
@@ -66,7 +80,7 @@ def load_eval(ref: str, db_path: Path | None = None) -> EvalResult:
             f"no stored eval matches '{ref}'",
             hint="hangar eval TARGET first; ids look like ev-20260101-120000-abcd",
         )
-    return EvalResult.model_validate_json(row["result_json"])
+    return str(row["result_json"])
 
 
 def _find(conn: sqlite3.Connection, ref: str) -> sqlite3.Row | None:

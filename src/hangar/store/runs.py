@@ -1,6 +1,6 @@
-"""The ``runs`` table: one row per launch (deployment snapshot, engine, timings, state).
-
-Other stages read id, base_url, log_path and deployment_json (eval, doctor).
+"""The runs API: one row per launch (deployment snapshot, engine, target handle, timings,
+state) and its launch events. Every other stage (launch, eval, doctor, status) goes through
+these functions; no SQL outside ``hangar.store``.
 """
 
 from __future__ import annotations
@@ -9,38 +9,17 @@ import json
 import secrets
 import sqlite3
 import time
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from hangar.errors import InputError
+from hangar.store.db import connect
+from hangar.store.db import db_path as default_db_path
 
-RunStatus = Literal["starting", "ready", "failed", "stopped", "exited"]
-LIVE_STATUSES = ("starting", "ready")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id TEXT PRIMARY KEY,
-    label TEXT NOT NULL,
-    target TEXT NOT NULL DEFAULT 'local',
-    base_url TEXT NOT NULL,
-    log_path TEXT NOT NULL,
-    run_dir TEXT NOT NULL,
-    deployment_json TEXT NOT NULL,
-    engine TEXT NOT NULL,
-    engine_python TEXT NOT NULL DEFAULT '',
-    vllm_version TEXT,
-    workarounds_json TEXT NOT NULL DEFAULT '[]',
-    argv_json TEXT NOT NULL DEFAULT '[]',
-    status TEXT NOT NULL,
-    pid INTEGER,
-    pgid INTEGER,
-    started_at REAL NOT NULL,
-    ended_at REAL,
-    timings_json TEXT NOT NULL DEFAULT '{}',
-    error TEXT
-)
-"""
+RunStatus = Literal["queued", "starting", "ready", "failed", "stopped", "exited"]
+LIVE_STATUSES = ("queued", "starting", "ready")
 
 
 class RunRecord(BaseModel):
@@ -49,7 +28,7 @@ class RunRecord(BaseModel):
     id: str
     label: str
     target: str = "local"
-    base_url: str
+    base_url: str = ""
     log_path: str
     run_dir: str
     deployment_json: str
@@ -59,8 +38,7 @@ class RunRecord(BaseModel):
     workarounds_json: str = "[]"
     argv_json: str = "[]"
     status: RunStatus
-    pid: int | None = None
-    pgid: int | None = None
+    handle_json: str = "{}"  # the target's own handle: pid/pgid, Slurm job id and nodes, ...
     started_at: float
     ended_at: float | None = None
     timings_json: str = "{}"
@@ -72,13 +50,22 @@ class RunRecord(BaseModel):
         return data
 
     @property
+    def handle(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.handle_json or "{}")
+        return data
+
+    @property
+    def live(self) -> bool:
+        return self.status in LIVE_STATUSES
+
+    @property
     def deployment(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(self.deployment_json)
         return data
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
-    conn.execute(_SCHEMA)
+    """Kept for callers that predate migrations: connect() already migrated the schema."""
 
 
 def new_run_id(conn: sqlite3.Connection) -> str:
@@ -97,7 +84,16 @@ def insert_run(conn: sqlite3.Connection, record: RunRecord) -> None:
 
 
 _UPDATABLE = frozenset(
-    {"status", "pid", "pgid", "ended_at", "timings_json", "error", "vllm_version"}
+    {
+        "status",
+        "handle_json",
+        "base_url",
+        "log_path",
+        "ended_at",
+        "timings_json",
+        "error",
+        "vllm_version",
+    }
 )
 
 
@@ -119,7 +115,7 @@ def finish_run(
 def list_runs(conn: sqlite3.Connection, *, live_only: bool = False) -> list[RunRecord]:
     query = "SELECT * FROM runs"
     if live_only:
-        query += " WHERE status IN ('starting', 'ready')"
+        query += f" WHERE status IN ({', '.join(repr(s) for s in LIVE_STATUSES)})"
     rows = conn.execute(query + " ORDER BY started_at DESC").fetchall()
     return [RunRecord.model_validate(dict(row)) for row in rows]
 
@@ -152,3 +148,48 @@ def get_run(conn: sqlite3.Connection, ref: str | None) -> RunRecord:
 def delete_run(conn: sqlite3.Connection, run_id: str) -> None:
     with conn:
         conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+
+
+def set_handle(conn: sqlite3.Connection, run_id: str, handle: dict[str, Any]) -> None:
+    update_run(conn, run_id, handle_json=json.dumps(handle, sort_keys=True))
+
+
+class EventRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    seq: int
+    stage: str
+    at: float
+    detail: str = ""
+
+
+def add_event(conn: sqlite3.Connection, run_id: str, stage: str, at: float, detail: str) -> None:
+    with conn:
+        conn.execute(
+            "INSERT INTO run_events (run_id, seq, stage, at, detail) VALUES (?, "
+            "(SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE run_id = ?), ?, ?, ?)",
+            (run_id, run_id, stage, at, detail),
+        )
+
+
+def list_events(conn: sqlite3.Connection, run_id: str) -> list[EventRow]:
+    rows = conn.execute(
+        "SELECT * FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,)
+    ).fetchall()
+    return [EventRow.model_validate(dict(row)) for row in rows]
+
+
+def find_run(ref: str, db_path: Path | None = None) -> RunRecord | None:
+    """A run by id or prefix for readers (eval, doctor): None when there is no store or no
+    such run; never creates the store just to look."""
+    path = db_path or default_db_path()
+    if not path.exists():
+        return None
+    conn = connect(path)
+    try:
+        return get_run(conn, ref)
+    except InputError:
+        return None
+    finally:
+        conn.close()

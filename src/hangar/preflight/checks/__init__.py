@@ -36,9 +36,17 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def host_findings(facts: HostFacts, req: CheckInput) -> list[Finding]:
+# A batch job runs elsewhere: on the submitting host only what it shares with the compute
+# nodes is checked (run dir, the engine on the shared filesystem, the weights); ulimits,
+# temp dirs, ports and GPUs are the job script's business and the slurm.* checks'.
+SUBMIT_HOST_CHECKS: tuple[Check, ...] = (check_dirs, check_engine, check_weights)
+
+
+def host_findings(
+    facts: HostFacts, req: CheckInput, checks: tuple[Check, ...] = CHECKS
+) -> list[Finding]:
     """Every host check's findings, in CHECKS order."""
-    return [f for check in CHECKS for f in check(facts, req)]
+    return [f for check in checks for f in check(facts, req)]
 
 
-__all__ = ["CHECKS", "Check", "CheckInput", "host_findings", "relevant_env"]
+__all__ = ["CHECKS", "SUBMIT_HOST_CHECKS", "Check", "CheckInput", "host_findings", "relevant_env"]

@@ -1,0 +1,499 @@
+"""The target-neutral launch: preflight → render → record → submit → readiness → diagnosis.
+
+Nothing here knows how a target runs things; it drives the ``Target`` Protocol
+(launch/targets/base.py) and records every step in the runs store as typed events.
+
+Layout of one run (all 0700, under Hangar's state dir)::
+
+    runs/<id>/launch.json    argv, env Hangar added (secrets masked), workarounds, overrides
+    runs/<id>/<rendered>     what the target rendered (job.sbatch, node.sh, ...)
+    runs/<id>/server.json    the URL, written once the server answered
+    runs/<id>/tmp/           the local target's TMPDIR
+    deployments/<id>.toml    the deployment while it runs (hangar engines remove reads it)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from hangar.deploy.io import render_toml
+from hangar.deploy.schema import Deployment, SlurmTargetSection, is_secret_name
+from hangar.engines.resolve import engine_key
+from hangar.errors import HangarError
+from hangar.launch.errors import LaunchFailed, PreflightFailed, RunNotLive
+from hangar.launch.events import Clock, EventSink, LaunchEvent
+from hangar.launch.readiness import NotReady, wait_ready
+from hangar.launch.targets import Observed, RenderContext, Rendered, Stopped, Target, target_for
+from hangar.paths import atomic_write_text, engine_cache_dir, runs_root, state_dir
+from hangar.planning.plan import default_utilization
+from hangar.planning.versions import parse_version
+from hangar.preflight.engine import EngineFacts
+from hangar.preflight.runner import PreflightReport, preflight
+from hangar.store import runs as store
+from hangar.store.db import connect
+
+# Reads the logs of a failed run and names the cause; injected by the caller (the CLI
+# passes hangar doctor's), because diagnosis is a stage above launch.
+Diagnoser = Callable[[list[Path]], str | None]
+
+SERVER_FILE = "server.json"
+
+
+class LaunchResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    run: store.RunRecord
+    report: PreflightReport
+    rendered: Rendered
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM while a launch waits: handled like Ctrl-C (what was started is stopped)."""
+
+
+def deployment_record(run_id: str) -> Path:
+    return state_dir() / "deployments" / f"{run_id}.toml"
+
+
+def _private_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def live_utilizations(conn: Any) -> dict[str, float]:
+    """gpu_memory_utilization of every live local run on this host (shared-GPU check)."""
+    out: dict[str, float] = {}
+    for run in store.list_runs(conn, live_only=True):
+        if (
+            run.target != "local"
+            or target_for("local").status(run.handle, Path(run.run_dir)).phase != "running"
+        ):
+            continue
+        serve = run.deployment.get("serve", {})
+        default = default_utilization(parse_version(run.vllm_version or "0.20.0"))
+        out[run.id] = float(serve.get("gpu_memory_utilization") or default)
+    return out
+
+
+def _secrets(d: Deployment) -> dict[str, str]:
+    return {k: v for k, v in d.env.items() if is_secret_name(k)}
+
+
+def context_for(
+    d: Deployment, engine: EngineFacts, report: PreflightReport, run_id: str, run_dir: Path
+) -> RenderContext:
+    return RenderContext(
+        run_id=run_id,
+        run_dir=run_dir,
+        engine=engine,
+        engine_cache=engine_cache_dir(engine_key(d.engine)),
+        applied=report.applied,
+        secret_names=tuple(sorted(_secrets(d))),
+    )
+
+
+def checked(d: Deployment, env: Mapping[str, str], force: bool) -> PreflightReport:
+    """Preflight; PreflightFailed when it found errors (unless forced) or has no engine."""
+    conn = connect()
+    others = live_utilizations(conn) if d.resources.gpu is not None else {}
+    report = preflight(d, env=env, other_runs_util=others)
+    if not report.ok and not force:
+        raise PreflightFailed([f"{f.id}: {f.message}" for f in report.errors()])
+    if report.engine is None or not report.engine.exists:
+        raise PreflightFailed(
+            [f"{f.id}: {f.message}" for f in report.errors()] or ["engine not found"]
+        )
+    return report
+
+
+def render(
+    d: Deployment, report: PreflightReport, run_dir: Path, run_id: str = "RUN_ID"
+) -> Rendered:
+    """What the target would run, without running it (``hangar render``, ``--dry-run``)."""
+    assert report.engine is not None
+    ctx = context_for(d, report.engine, report, run_id, run_dir)
+    return target_for(d.target.kind).render(d, ctx)
+
+
+def launch(
+    d: Deployment,
+    *,
+    force: bool = False,
+    on_event: EventSink | None = None,
+    env: Mapping[str, str] | None = None,
+    diagnose: Diagnoser | None = None,
+) -> LaunchResult:
+    """Preflight, render, record, submit, wait for real readiness. Raises PreflightFailed /
+    LaunchFailed (the run kept as failed, with its logs and the diagnosis)."""
+    clock = Clock()
+    sink = on_event or (lambda event: None)
+    base_env = dict(os.environ if env is None else env)
+    report = checked(d, base_env, force)
+    sink(clock.event("preflight", f"{len(report.findings)} findings in {report.seconds:.2f}s"))
+    assert report.engine is not None
+    conn = connect()
+    run_id = store.new_run_id(conn)
+    run = _Run(conn, clock, sink, run_id)
+    target = target_for(d.target.kind)
+    ctx = context_for(d, report.engine, report, run_id, _private_dir(runs_root() / run_id))
+    rendered = target.render(d, ctx)
+    run.emit("render", f"{d.target.kind}: {len(rendered.files)} files, {rendered.argv[0]}")
+    _record(conn, d, report.engine, ctx, rendered)
+    run.emit("record", str(ctx.run_dir))
+    handle = _submit(run, target, rendered, ctx, {**base_env, **_secrets(d)})
+    with _terminate_as_interrupt():
+        try:
+            url, timings = _follow(run, target, handle, d, rendered)
+        except NotReady as exc:
+            raise _fail(run, target, d, exc.stage, exc.reason, diagnose) from None
+        except BaseException:
+            _abandon(run, target, d, "interrupted during startup")
+            raise
+    _ready(run, ctx.run_dir, url, rendered, timings)
+    return LaunchResult(run=store.get_run(conn, run_id), report=report, rendered=rendered)
+
+
+class _Run:
+    """One launch in progress: its store row, its clock, its event sink."""
+
+    def __init__(self, conn: Any, clock: Clock, sink: EventSink, run_id: str) -> None:
+        self.conn, self.clock, self.sink, self.id = conn, clock, sink, run_id
+        self.handle: dict[str, Any] = {}
+
+    def emit(self, stage: Any, detail: str = "", ok: bool = True) -> LaunchEvent:
+        event = self.clock.event(stage, detail, self.id, ok)
+        store.add_event(self.conn, self.id, event.stage, event.at, event.detail)
+        self.sink(event)
+        return event
+
+    def record(self) -> store.RunRecord:
+        return store.get_run(self.conn, self.id)
+
+    def set_handle(self, handle: dict[str, Any]) -> None:
+        self.handle = handle
+        store.set_handle(self.conn, self.id, handle)
+
+
+def _record(
+    conn: Any, d: Deployment, engine: EngineFacts, ctx: RenderContext, rendered: Rendered
+) -> None:
+    for name, file in rendered.files.items():
+        atomic_write_text(ctx.run_dir / name, file.text, mode=file.mode)
+    _private_dir(ctx.run_dir / "tmp")
+    for sub in ("vllm", "torchinductor", "triton"):
+        _private_dir(ctx.engine_cache / sub)
+    launch_doc = {
+        "target": rendered.kind,
+        "argv": list(rendered.argv),
+        "env": {k: v for k, v in rendered.env.items() if not is_secret_name(k)},
+        "secret_env": list(rendered.secret_env),  # names only
+        "files": sorted(rendered.files),
+        "workarounds": list(rendered.applied.ids),
+        "overrides": [o.model_dump() for o in rendered.applied.overrides],
+    }
+    atomic_write_text(ctx.run_dir / "launch.json", json.dumps(launch_doc, indent=2), mode=0o600)
+    atomic_write_text(deployment_record(ctx.run_id), _masked_toml(d), mode=0o600)
+    store.insert_run(conn, _row(d, engine, ctx, rendered))
+
+
+def _row(
+    d: Deployment, engine: EngineFacts, ctx: RenderContext, rendered: Rendered
+) -> store.RunRecord:
+    return store.RunRecord(
+        id=ctx.run_id,
+        label=d.label,
+        target=d.target.kind,
+        base_url=rendered.base_url or "",
+        log_path=str(ctx.run_dir / "server.log"),
+        run_dir=str(ctx.run_dir),
+        deployment_json=json.dumps(d.snapshot()),
+        engine=d.engine,
+        engine_python=str(engine.python),
+        vllm_version=engine.vllm_version,
+        workarounds_json=json.dumps(list(rendered.applied.ids)),
+        argv_json=json.dumps(list(rendered.argv)),
+        status="queued" if d.target.kind == "slurm" else "starting",
+        started_at=time.time(),
+    )
+
+
+def _masked_toml(d: Deployment) -> str:
+    return render_toml(d.model_copy(update={"env": d.masked_env()}))
+
+
+def _submit(
+    run: _Run, target: Target, rendered: Rendered, ctx: RenderContext, env: dict[str, str]
+) -> dict[str, Any]:
+    try:
+        handle = target.submit(rendered, ctx, env)
+    except HangarError as exc:  # nothing started, so no live run
+        store.finish_run(run.conn, run.id, "failed", error=f"submit: {exc.message}")
+        run.emit("failed", f"submit: {exc.message}", ok=False)
+        deployment_record(run.id).unlink(missing_ok=True)
+        raise
+    run.set_handle(handle)
+    logs = target.logs(handle, ctx.run_dir)
+    if logs:
+        store.update_run(run.conn, run.id, log_path=str(logs[0]))
+    what = f"job {handle['job_id']}" if "job_id" in handle else f"pid {handle.get('pid')}"
+    run.emit("submit", f"run {run.id}, {what}, log {logs[0] if logs else '-'}")
+    return handle
+
+
+def _poll_s(d: Deployment) -> float:
+    return 1.0 if isinstance(d.target, SlurmTargetSection) else 0.5
+
+
+def _timeouts(d: Deployment) -> tuple[float, float]:
+    """(queue timeout, readiness timeout) of the deployment's target."""
+    if isinstance(d.target, SlurmTargetSection):
+        return d.target.slurm.queue_timeout_s, d.target.slurm.ready_timeout_s
+    return 0.0, d.target.local.ready_timeout_s
+
+
+def _follow(
+    run: _Run, target: Target, handle: dict[str, Any], d: Deployment, rendered: Rendered
+) -> tuple[str, dict[str, float]]:
+    """Wait for the run to be placed and its URL known, then for real readiness."""
+    run_dir = Path(run.record().run_dir)
+    url = _placed(run, target, handle, d, rendered, run_dir)
+    run.emit("endpoint", url)
+    store.update_run(run.conn, run.id, base_url=url, status="starting")
+    alive = _Alive(target, run, run_dir, _poll_s(d) * 2)
+    api_key = os.environ.get("VLLM_API_KEY") or d.env.get("VLLM_API_KEY")
+    _, ready_timeout = _timeouts(d)
+    timings = wait_ready(
+        alive,
+        url,
+        rendered.served_name,
+        ready_timeout,
+        lambda stage, t: run.emit(stage, f"ok after {t:.1f}s"),  # type: ignore[arg-type]
+        api_key=api_key,
+        poll_s=_poll_s(d),
+    )
+    return url, {**timings, "submit_to_ready_s": run.clock.event("ready").elapsed_s}
+
+
+def _placed(
+    run: _Run,
+    target: Target,
+    handle: dict[str, Any],
+    d: Deployment,
+    rendered: Rendered,
+    run_dir: Path,
+) -> str:
+    """Poll the target until it runs and knows its URL; NotReady on a timeout or exit."""
+    queue_timeout, ready_timeout = _timeouts(d)
+    started = time.monotonic()
+    last_reason, running_since = None, None
+    while True:
+        obs = target.status(run.handle or handle, run_dir)
+        if obs.handle:
+            run.set_handle(obs.handle)
+        if obs.phase == "queued":
+            if obs.reason != last_reason:
+                run.emit("queued", obs.reason or "pending")
+                last_reason = obs.reason
+            if time.monotonic() - started > queue_timeout:
+                raise NotReady("queued", f"still pending ({obs.reason}) after {queue_timeout:.0f}s")
+        elif obs.phase == "running":
+            if running_since is None:
+                running_since = time.monotonic()
+                nodes = ",".join((obs.handle or run.handle).get("nodes") or [])
+                run.emit("running", f"nodes {nodes}" if nodes else "started")
+            url = rendered.base_url or obs.base_url
+            if url:
+                return url
+            if time.monotonic() - running_since > ready_timeout:
+                raise NotReady(
+                    "endpoint", f"the job never wrote its endpoint in {ready_timeout:.0f}s"
+                )
+        else:
+            raise NotReady("process", _exit_reason(obs))
+        time.sleep(_poll_s(d))
+
+
+def _exit_reason(obs: Observed) -> str:
+    return f"the job ended before serving ({obs.reason})" if obs.reason else "the server exited"
+
+
+class _Alive:
+    """``alive()`` for readiness polling, asking the target at most every ``every_s``."""
+
+    def __init__(self, target: Target, run: _Run, run_dir: Path, every_s: float) -> None:
+        self.target, self.run, self.run_dir, self.every_s = target, run, run_dir, every_s
+        self.checked, self.answer = 0.0, True
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if now - self.checked >= self.every_s:
+            self.answer = self.target.status(self.run.handle, self.run_dir).phase == "running"
+            self.checked = now
+        return self.answer
+
+
+def _ready(
+    run: _Run, run_dir: Path, url: str, rendered: Rendered, timings: dict[str, float]
+) -> None:
+    doc = {"url": url, "model": rendered.served_name, "run_id": run.id, "target": rendered.kind}
+    atomic_write_text(run_dir / SERVER_FILE, json.dumps(doc, indent=2), mode=0o600)
+    store.update_run(run.conn, run.id, status="ready", timings_json=json.dumps(timings))
+    run.emit("ready", url)
+
+
+def _grace(d: Deployment) -> float:
+    return d.target.stop_grace_s
+
+
+def _fail(
+    run: _Run, target: Target, d: Deployment, stage: str, reason: str, diagnose: Diagnoser | None
+) -> LaunchFailed:
+    """Stop what is left, keep the logs, mark the run failed; the error to raise."""
+    record = run.record()
+    run_dir = Path(record.run_dir)
+    target.stop(run.handle, run_dir, _grace(d))
+    logs = target.logs(run.handle, run_dir)
+    block = next((b for b in (error_block(p) for p in reversed(logs)) if b), "")
+    store.finish_run(run.conn, run.id, "failed", error=f"{stage}: {reason}")
+    run.emit("failed", f"{stage}: {reason}", ok=False)
+    deployment_record(run.id).unlink(missing_ok=True)
+    verdict = _diagnosis(diagnose, logs)
+    return LaunchFailed(
+        run.id, stage, reason, str(logs[0] if logs else record.log_path), block, verdict
+    )
+
+
+def _diagnosis(diagnose: Diagnoser | None, logs: list[Path]) -> str | None:
+    if diagnose is None:
+        return None
+    try:
+        return diagnose([p for p in logs if p.exists()])
+    except Exception:  # noqa: BLE001  a diagnosis bug must not hide the launch failure
+        return None
+
+
+def _abandon(run: _Run, target: Target, d: Deployment, why: str) -> None:
+    target.stop(run.handle, Path(run.record().run_dir), _grace(d))
+    store.finish_run(run.conn, run.id, "stopped", error=why)
+    run.emit("stopped", why, ok=False)
+    deployment_record(run.id).unlink(missing_ok=True)
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM to `hangar launch` while it waits stops the server it started (no orphan)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+_ERROR_START = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|Error:|error:")
+
+
+def error_block(log_path: Path, max_lines: int = 40) -> str:
+    """The last error block of a log: from the first error line of the final burst to the end."""
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    tail = lines[-400:]
+    starts = [i for i, line in enumerate(tail) if _ERROR_START.search(line)]
+    if not starts:
+        return "\n".join(tail[-max_lines:])
+    first = starts[0]
+    for i in reversed(starts):  # walk back over one contiguous burst of error lines
+        if i < starts[-1] - max_lines:
+            break
+        first = i
+    return "\n".join(tail[first : first + max_lines])
+
+
+def observe(run: store.RunRecord) -> Observed:
+    """Where a recorded run is now, asked of its target."""
+    return target_for(run.target).status(run.handle, Path(run.run_dir))
+
+
+def stop(run_ref: str | None, *, grace_s: float | None = None) -> tuple[store.RunRecord, Stopped]:
+    """Stop exactly what the run's target started; mark it stopped."""
+    conn = connect()
+    run = store.get_run(conn, run_ref)
+    if not run.live or not run.handle or observe(run).phase not in ("queued", "running"):
+        if run.live:
+            store.finish_run(conn, run.id, "exited")
+            deployment_record(run.id).unlink(missing_ok=True)
+        raise RunNotLive(run.id, store.get_run(conn, run.id).status)
+    grace = grace_s if grace_s is not None else _recorded_grace(run)
+    stopped = target_for(run.target).stop(run.handle, Path(run.run_dir), grace)
+    store.finish_run(conn, run.id, "stopped")
+    store.add_event(conn, run.id, "stopped", time.time(), stopped.detail)
+    deployment_record(run.id).unlink(missing_ok=True)
+    shutil.rmtree(Path(run.run_dir) / "tmp", ignore_errors=True)
+    return store.get_run(conn, run.id), stopped
+
+
+def _recorded_grace(run: store.RunRecord) -> float:
+    target = run.deployment.get("target", {})
+    return float(target.get(run.target, {}).get("stop_grace_s", 30))
+
+
+class Restarted(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    old_run: str
+    new_run: str | None
+    error: str | None = None
+
+
+def live_runs_using(engine: str) -> list[store.RunRecord]:
+    """Live runs (still running) whose deployment names ``engine``."""
+    conn = connect()
+    return [
+        run
+        for run in store.list_runs(conn, live_only=True)
+        if run.engine == engine and run.handle and observe(run).phase in ("queued", "running")
+    ]
+
+
+def relaunchable(run: store.RunRecord) -> Deployment:
+    """The recorded deployment, minus masked secrets (they come from the shell again)."""
+    data = run.deployment
+    data["env"] = {k: v for k, v in (data.get("env") or {}).items() if v != "***"}
+    return Deployment.model_validate(data)
+
+
+def restart_runs_using(engine: str, *, on_event: EventSink | None = None) -> list[Restarted]:
+    """Stop each live run on ``engine`` and launch it again, so it picks up the engine's
+    current build. A failed relaunch is reported, never hidden."""
+    results = []
+    for run in live_runs_using(engine):
+        deployment = relaunchable(run)
+        stop(run.id)
+        try:
+            new = launch(deployment, on_event=on_event)
+        except (LaunchFailed, PreflightFailed) as exc:
+            results.append(Restarted(old_run=run.id, new_run=None, error=str(exc)))
+            continue
+        results.append(Restarted(old_run=run.id, new_run=new.run.id))
+    return results
