@@ -67,7 +67,7 @@ def _row(rec: dict[str, Any], index: dict[str, Any]) -> dict[str, float] | None:
     version = str(cfg.get("vllm_version") or "0.11.0").lstrip("v")
     request = PlanRequest(max_model_len=cfg["max_seq_len"], vllm_version=version)
     s = effective_settings(spec, hw, request)
-    requested = device_total_bytes(gpu.memory_bytes) * mem["gpu_memory_utilization"] / GIB
+    requested = device_total_bytes(gpu.memory_bytes, gpu.rocm) * mem["gpu_memory_utilization"] / GIB
     return {
         "version": parse_version(version),
         "tp": tp,
@@ -144,7 +144,7 @@ def _in_sample_misses() -> tuple[list[float], list[float]]:
         if spec is None or rec["log_memory"].get("model_load_gib") is None:
             continue
         gpu = _gpu(rec["csv_metadata"]["accelerator"])
-        budget = device_total_bytes(gpu.memory_bytes) * rec["log_memory"]["gpu_memory_utilization"] / GIB
+        budget = device_total_bytes(gpu.memory_bytes, gpu.rocm) * rec["log_memory"]["gpu_memory_utilization"] / GIB
         miss = (rec["log_memory"]["available_kv_cache_gib"] - predict(spec, rec)["kv_gib"]) / budget
         (over if miss > 0 else under).append(abs(miss))
     return over, under

@@ -38,9 +38,6 @@ GIB = 2**30
 DEFAULT_CALIBRATION = ROOT.parent / "shared" / "calibration" / "vllm-startup-memory-281.json"
 # Catalog stand-ins beyond bench/calibration_index.json (same architecture, see notes there).
 EXTRA_MAP = {"Qwen/Qwen3-235B-A22B-Instruct-2507": "Qwen__Qwen3-235B-A22B"}
-# AMD MI300X is outside the NVIDIA catalog; vLLM on ROCm reports 192 GiB (191.98).
-MI300X = GpuSpec(id="MI300X", name="AMD Instinct MI300X", memory_bytes=int(191.98 * GIB),
-                 compute_capability=(9, 4), generation="cdna3", interconnect="nvlink", fp8=True)
 
 
 def time_plans() -> None:
@@ -90,7 +87,7 @@ def _spec_for(model_id: str, record_quant: str | None, index: dict[str, Any]) ->
 
 
 def _gpu(name: str) -> GpuSpec:
-    return MI300X if name.upper() == "MI300X" else lookup(name)
+    return lookup(name)
 
 
 def predict(spec: ModelSpec, rec: dict[str, Any]) -> dict[str, float]:

@@ -171,9 +171,8 @@ def test_unique_prefix_is_suggested_not_taken() -> None:
     assert "H100-PCIE-80GB" in (info.value.hint or "")
 
 
-def test_amd_gpu_is_unknown() -> None:
-    with pytest.raises(UnknownGpu):
-        lookup("MI300X")
+def test_amd_gpu_is_known_as_rocm() -> None:
+    assert lookup("MI300X").rocm and lookup("mi300x").gfx == "gfx942"
 
 
 # ---------------------------------------------------------------- from_nvml_name

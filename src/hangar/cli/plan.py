@@ -50,6 +50,40 @@ class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
         return number
 
 
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*(GiB|GB|MiB|MB|G|M)?$", re.IGNORECASE)
+_SIZE_UNITS = {"gib": 2**30, "g": 2**30, "gb": 10**9, "mib": 2**20, "m": 2**20, "mb": 10**6}
+
+
+class MemorySize(click.ParamType):  # type: ignore[type-arg]
+    """80GiB, 81559MiB, 80G (GiB), 85.5GB (10^9); a bare number is GiB."""
+
+    name = "size"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        match = _SIZE.match(str(value).strip())
+        if not match:
+            self.fail(f"{value!r} is not a size like 80GiB or 81559MiB", param, ctx)
+        number, unit = match.groups()
+        result = int(float(number) * _SIZE_UNITS[(unit or "gib").lower()])
+        if result <= 0:
+            self.fail("must be more than 0", param, ctx)
+        return result
+
+
+class Capability(click.ParamType):  # type: ignore[type-arg]
+    """A CUDA compute capability such as 9.0 or 12.1."""
+
+    name = "major.minor"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[int, int]:
+        match = re.match(r"^(\d{1,2})\.(\d)$", str(value).strip())
+        if not match:
+            self.fail(f"{value!r} is not a capability like 9.0 or 8.6", param, ctx)
+        return int(match.group(1)), int(match.group(2))
+
+
 class JsonObject(click.ParamType):  # type: ignore[type-arg]
     """A JSON object on the command line (vLLM's --hf-overrides / --rope-scaling)."""
 
@@ -102,6 +136,8 @@ def _overrides(
 @click.option("--vllm-version", default=None, help="vLLM version whose rules apply (default: newest known).")
 @click.option("--hf-overrides", "hf_overrides", type=JsonObject(), help="vLLM's --hf-overrides: JSON merged into config.json.")
 @click.option("--rope-scaling", "rope_scaling", type=JsonObject(), help='RoPE scaling JSON, e.g. \'{"rope_type":"yarn","factor":4.0,"original_max_position_embeddings":32768}\' (passed as --hf-overrides).')
+@click.option("--gpu-memory", type=MemorySize(), help="A GPU outside the catalog: total memory (80GiB); with --gpu, replaces its memory.")
+@click.option("--compute-capability", type=Capability(), help="A GPU outside the catalog: compute capability (9.0).")
 @click.option("--head-address", help="Head node address for multi-node commands (default: HEAD_IP placeholder).")
 @click.option("--all", "show_all", is_flag=True, help="Show every layout, not only the best ones.")
 @json_option
@@ -111,6 +147,7 @@ def plan(
     kv_cache_dtype: str, quantization: str | None, dtype: str, max_num_batched_tokens: int | None,
     max_num_seqs: int | None, enforce_eager: bool, vllm_version: str | None,
     hf_overrides: dict[str, object] | None, rope_scaling: dict[str, object] | None,
+    gpu_memory: int | None, compute_capability: tuple[int, int] | None,
     head_address: str | None, show_all: bool, as_json: bool,
 ) -> int:
     """Check MODEL (catalog id, hub id or directory) against every vLLM startup rule.
@@ -129,7 +166,7 @@ def plan(
         enforce_eager=enforce_eager, vllm_version=vllm_version,
         allow_long=os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true"),
         hf_overrides=_overrides(hf_overrides, rope_scaling),
-        head_address=head_address,
+        head_address=head_address, gpu_memory=gpu_memory, compute_capability=compute_capability,
     )
     if as_json:
         click.echo(json.dumps(plan_json(result), indent=2))

@@ -23,13 +23,18 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from hangar.errors import DataError, UnknownGpu
+from hangar.errors import DataError, InputError, UnknownGpu
 from hangar.hardware.spec import GpuSpec
 
 DATA_FILE = Path(__file__).parent / "data" / "gpus.yaml"
 SCHEMA_VERSION = 1
-GENERATIONS = ("volta", "turing", "ampere", "ada", "hopper", "blackwell")
-INTERCONNECTS = ("nvlink", "pcie")
+GENERATIONS = ("volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4")
+INTERCONNECTS = ("nvlink", "pcie", "xgmi")
+# torch.cuda.get_device_capability() on ROCm is the gfx target's major/minor digits
+# (gfx90a -> 9.0, gfx942 -> 9.4, gfx950 -> 9.5); vLLM's capability checks read that value.
+GFX_CAPABILITY = {"gfx90a": (9, 0), "gfx942": (9, 4), "gfx950": (9, 5)}
+GFX_FP8 = frozenset({"gfx942", "gfx950"})  # FP8 (FNUZ on gfx942, OCP on gfx950)
+GFX_FP4 = frozenset({"gfx950"})  # MXFP4 matrix cores (CDNA4)
 _MAX_CANDIDATES = 8  # keeps the UnknownGpu hint to one readable line
 _DROPPED_WORDS = ("nvidia", "geforce", "tesla")
 # libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure one.
@@ -76,8 +81,87 @@ def load_catalog(path: Path | None = None) -> Catalog:
 
 @functools.cache
 def default_catalog() -> Catalog:
-    """The packaged catalog, loaded once per process."""
-    return load_catalog()
+    """The packaged catalog plus the user's GPU profiles (``user_catalog_path()``), once."""
+    packaged = load_catalog()
+    user = user_catalog_path()
+    return merge_user_catalog(packaged, user) if user.is_file() else packaged
+
+
+def user_catalog_path() -> Path:
+    """``<config dir>/gpus.toml`` (``$HANGAR_HOME/config`` or ``$XDG_CONFIG_HOME/hangar``)."""
+    from hangar.paths import config_dir
+
+    return config_dir() / "gpus.toml"
+
+
+USER_EXAMPLE = (
+    'schema_version = 1\n[[gpus]]\nid = "MY-GPU"\nname = "NVIDIA Example 80GB"\n'
+    "memory_gib = 80\ncompute_capability = [9, 0]\n"
+    'generation = "hopper"\ninterconnect = "pcie"\nsource = "nvidia-smi on our nodes"'
+)
+
+
+def merge_user_catalog(packaged: Catalog, path: Path) -> Catalog:
+    """Add the GPU profiles of a user TOML file; errors name the file, entry and key."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise _user_fail(path, "file", f"cannot read ({exc.strerror})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise _user_fail(path, "file", f"invalid TOML ({exc})") from exc
+    if raw.get("schema_version") != SCHEMA_VERSION:
+        got = raw.get("schema_version")
+        raise _user_fail(path, "key 'schema_version'", f"expected {SCHEMA_VERSION}, got {got!r}")
+    entries = raw.get("gpus")
+    if not isinstance(entries, list) or not entries:
+        raise _user_fail(path, "key 'gpus'", "must be a non-empty array of [[gpus]] tables")
+    added = tuple(_user_entry(path, i, e) for i, e in enumerate(entries))
+    gpus = packaged.gpus + added
+    try:
+        by_id = _unique_ids(path, gpus)
+        index = _build_index(path, gpus)
+    except DataError as exc:
+        raise _user_fail(path, "entry", exc.message.split(": ", 1)[-1]) from exc
+    return Catalog(f"{packaged.path} + {path}", gpus, by_id, index, dict(packaged.defaults))
+
+
+def _user_entry(path: Path, index: int, entry: Any) -> GpuSpec:
+    if isinstance(entry, dict) and "memory_gib" in entry:
+        gib = entry["memory_gib"]
+        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or gib <= 0:
+            where = f"{_entry_label(index, entry)}: key 'memory_gib'"
+            raise _user_fail(path, where, "must be a number > 0")
+        entry = {k: v for k, v in entry.items() if k != "memory_gib"}
+        entry["memory_bytes"] = int(gib * 2**30)
+    try:
+        return _parse_entry(path, index, entry)
+    except DataError as exc:
+        raise InputError(
+            exc.message, hint=f"fix {path} (keys as in src/hangar/hardware/data/gpus.yaml)"
+        ) from exc
+
+
+def _user_fail(path: Path, where: str, problem: str) -> InputError:
+    return InputError(f"{path}: {where}: {problem}", hint=f"fix {path} (hangar gpus list shows the keys)")
+
+
+def custom_gpu(
+    memory_bytes: int, capability: tuple[int, int], base: GpuSpec | None = None
+) -> GpuSpec:
+    """--gpu-memory / --compute-capability: a catalog entry with those facts replaced, or a
+    spec built from them (PCIe, dtype support from the capability)."""
+    if base is not None:
+        cap = capability[0] * 10 + capability[1]
+        update = {"memory_bytes": memory_bytes, "compute_capability": capability,
+                  "bf16": cap >= 80, "fp8": base.fp8 and cap >= 89, "fp4": base.fp4 and cap >= 100,
+                  "id": f"{base.id} (custom)", "source": base.source + " Overridden on the command line."}
+        return base.model_copy(update=update)
+    name = f"custom {memory_bytes / 2**30:g}GiB SM{capability[0]}.{capability[1]}"
+    spec = synthesize_spec(name, memory_bytes, capability)
+    return spec.model_copy(update={"id": f"custom-{memory_bytes / 2**30:g}GiB-sm{capability[0]}{capability[1]}",
+                                   "source": "--gpu-memory / --compute-capability on the command line"})
 
 
 def _fail(source: Path, where: str, problem: str) -> DataError:
@@ -135,6 +219,8 @@ def _check_semantics(source: Path, label: str, spec: GpuSpec) -> None:
 
 
 def _semantic_problems(spec: GpuSpec) -> list[tuple[str, str]]:
+    if spec.vendor == "amd":
+        return _amd_problems(spec)
     cap = spec.capability_int
     checks = [
         ("generation", spec.generation in GENERATIONS, f"must be one of {', '.join(GENERATIONS)}"),
@@ -150,6 +236,23 @@ def _semantic_problems(spec: GpuSpec) -> list[tuple[str, str]]:
         ("bf16", spec.bf16 == (cap >= 80), f"must be {cap >= 80} for capability {cap}"),
         ("fp8", not spec.fp8 or cap >= 89, f"fp8 needs capability >= 89, entry has {cap}"),
         ("fp4", not spec.fp4 or cap >= 100, f"fp4 needs capability >= 100, entry has {cap}"),
+    ]
+    return [(key, problem) for key, ok, problem in checks if not ok]
+
+
+def _amd_problems(spec: GpuSpec) -> list[tuple[str, str]]:
+    gfx = spec.gfx or ""
+    checks = [
+        ("gfx", gfx in GFX_CAPABILITY, f"must be one of {', '.join(GFX_CAPABILITY)}"),
+        ("generation", spec.generation.startswith("cdna"), "AMD Instinct entries are cdna2-4"),
+        (
+            "compute_capability",
+            GFX_CAPABILITY.get(gfx) == spec.compute_capability,
+            f"{gfx} reports {GFX_CAPABILITY.get(gfx)} through torch on ROCm",
+        ),
+        ("fp8", spec.fp8 == (gfx in GFX_FP8), f"must be {gfx in GFX_FP8} for {gfx}"),
+        ("fp4", spec.fp4 == (gfx in GFX_FP4), f"must be {gfx in GFX_FP4} for {gfx}"),
+        ("source", bool(spec.source.strip()), "every entry must cite where its facts come from"),
     ]
     return [(key, problem) for key, ok, problem in checks if not ok]
 

@@ -260,6 +260,8 @@ def hardware_from_args(
     nodes: int = 1,
     environ: Mapping[str, str] | None = None,
     nvml: Any | None = None,
+    gpu_memory: int | None = None,
+    compute_capability: tuple[int, int] | None = None,
 ) -> Hardware:
     """The target hardware from CLI flags: the catalog when --gpu is given, else this host.
 
@@ -268,6 +270,8 @@ def hardware_from_args(
     Raises NoGpuDetected (pass --gpu/--gpus) or UsageError.
     """
     _check_counts(gpus, nodes)
+    if gpu_memory is not None or compute_capability is not None:
+        return _custom_hardware(gpu, gpus, nodes, gpu_memory, compute_capability)
     if gpu is not None:
         return Hardware(gpu=lookup(gpu), gpus_per_node=gpus or 1, nodes=nodes)
     detected = detect_local_gpus(environ, nvml)
@@ -279,6 +283,30 @@ def hardware_from_args(
             hint=f"pass --gpu {spec.id} --gpus {gpus} to plan for another host",
         )
     return Hardware(gpu=spec, gpus_per_node=gpus or len(detected), nodes=nodes, origin="detected")
+
+
+def _custom_hardware(
+    gpu: str | None,
+    gpus: int | None,
+    nodes: int,
+    memory: int | None,
+    capability: tuple[int, int] | None,
+) -> Hardware:
+    """A GPU the catalog lacks: both facts, or a catalog entry with one of them replaced."""
+    from hangar.hardware.catalog import custom_gpu
+
+    base = lookup(gpu) if gpu is not None else None
+    if base is None and (memory is None or capability is None):
+        raise UsageError(
+            "a GPU outside the catalog needs both --gpu-memory and --compute-capability",
+            hint="--gpu-memory 80GiB --compute-capability 9.0 --gpus 8 (or add it to gpus.toml)",
+        )
+    spec = custom_gpu(
+        memory or (base.memory_bytes if base else 0),
+        capability or (base.compute_capability if base else (0, 0)),
+        base,
+    )
+    return Hardware(gpu=spec, gpus_per_node=gpus or 1, nodes=nodes)
 
 
 def _check_counts(gpus: int | None, nodes: int) -> None:

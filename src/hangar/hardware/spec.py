@@ -17,7 +17,11 @@ class GpuSpec(BaseModel):
     aliases: tuple[str, ...] = ()
     memory_bytes: int = Field(gt=0, description="total device memory as NVML reports it")
     compute_capability: tuple[int, int]
-    generation: str = Field(description="volta | turing | ampere | ada | hopper | blackwell")
+    generation: str = Field(
+        description="volta | turing | ampere | ada | hopper | blackwell | cdna2 | cdna3 | cdna4"
+    )
+    vendor: Literal["nvidia", "amd"] = "nvidia"
+    gfx: str | None = None  # AMD: the gfx target ROCm builds for (gfx90a, gfx942, gfx950)
     interconnect: str = Field(description="nvlink | pcie")
     nvlink_gbps: int | None = None
     consumer: bool = False
@@ -31,6 +35,10 @@ class GpuSpec(BaseModel):
     def capability_int(self) -> int:
         """Capability as vLLM compares it: major*10 + minor (9.0 -> 90)."""
         return self.compute_capability[0] * 10 + self.compute_capability[1]
+
+    @property
+    def rocm(self) -> bool:
+        return self.vendor == "amd"
 
     @property
     def memory_gib(self) -> float:

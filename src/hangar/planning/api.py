@@ -33,6 +33,8 @@ def make_plan(
     allow_long: bool = False,
     hf_overrides: dict[str, object] | None = None,
     head_address: str | None = None,
+    gpu_memory: int | None = None,
+    compute_capability: tuple[int, int] | None = None,
 ) -> Plan:
     """Load MODEL, resolve the GPUs (catalog or NVML) and plan. ``max_model_len=-1`` auto-fits."""
     from hangar.hardware import hardware_from_args
@@ -45,7 +47,9 @@ def make_plan(
         raise UsageError(str(exc), hint="--vllm-version 0.33.0") from exc
     check_supported_version(version, parsed)
     spec = load_model(model_ref, hf_overrides)
-    hardware = hardware_from_args(gpu, gpus, nodes)
+    hardware = hardware_from_args(
+        gpu, gpus, nodes, gpu_memory=gpu_memory, compute_capability=compute_capability
+    )
     auto_fit = max_model_len == -1
     request = PlanRequest(
         tp=tp, pp=pp, dp=dp, ep=ep, max_model_len=None if auto_fit else max_model_len,

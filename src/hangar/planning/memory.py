@@ -368,14 +368,19 @@ def overhead_bytes(spec: ModelSpec, layout: Layout, inputs: MemoryInputs) -> int
     return int(total)
 
 
-def device_total_bytes(memory_bytes: int) -> int:
-    """What CUDA reports as total (torch.cuda.mem_get_info) for an NVML total."""
+def device_total_bytes(memory_bytes: int, rocm: bool = False) -> int:
+    """What CUDA reports as total (torch.cuda.mem_get_info) for an NVML total; ROCm entries
+    already hold the total torch reports."""
+    if rocm:
+        return memory_bytes
     return memory_bytes - int(default_accounting().cuda_gap_gib * GIB)
 
 
 def memory_for(spec: ModelSpec, layout: Layout, inputs: MemoryInputs) -> MemoryResult:
     weights = weight_bytes_per_gpu(spec, layout, inputs)
-    requested = math.ceil(device_total_bytes(inputs.memory_bytes) * inputs.gpu_memory_utilization)
+    requested = math.ceil(
+        device_total_bytes(inputs.memory_bytes, inputs.rocm) * inputs.gpu_memory_utilization
+    )
     overhead = overhead_bytes(spec, layout, inputs)
     available = requested - weights - overhead
     cap = kv_capacity(spec, layout, inputs, available)

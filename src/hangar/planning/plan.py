@@ -209,7 +209,7 @@ def _memory_inputs(hw: Hardware, s: Settings, version: str) -> MemoryInputs:
         vllm_version=parse_version(version),
         enforce_eager=not s.cuda_graphs,
         compute_capability=hw.gpu.compute_capability,
-        rocm=hw.gpu.generation.startswith("cdna"),
+        rocm=hw.gpu.rocm,
     )
 
 
