@@ -88,7 +88,7 @@ def test_a_job_over_the_partition_limits_stays_pending_with_the_reason(
     try:
         for job, reason in ((too_wide, "PartitionNodeLimit"), (too_long, "PartitionTimeLimit")):
             # The first scheduler pass may say PartitionConfig; the limit's reason follows.
-            state = wait_for(partial(ends_with, queued, job, reason), 20, f"{job}: {reason}")
+            state = wait_for(partial(ends_with, queued, job, reason), 60, f"{job}: {reason}")
             assert state == f"PENDING {reason}"
     finally:
         slurm_cluster.slurm("scancel", str(too_wide), str(too_long), check=True)
@@ -291,8 +291,9 @@ def test_an_interrupted_session_leaks_nothing(
         child.send_signal(signum)
         child.communicate(timeout=60)
         if signum == signal.SIGKILL:
-            assert traces_of(prefix), "a SIGKILLed owner cannot clean up; the sweep must"
-            assert prefix in remove_stale_clusters()
+            # A SIGKILLed owner cannot clean up: the next start's sweep must. (Another
+            # session's start may sweep it first; either way nothing may be left.)
+            remove_stale_clusters()
         assert traces_of(prefix) == []
         assert [pid for pid in daemons if running(pid)] == []
     finally:

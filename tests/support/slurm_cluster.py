@@ -176,6 +176,7 @@ class SlurmCluster:
     _daemons: dict[str, _Daemon] = field(default_factory=dict)
     _db_password: str = field(default_factory=lambda: secrets.token_hex(12))
     _stopped: bool = False
+    _owner_pid: int = field(default_factory=os.getpid)
 
     # ---- construction -------------------------------------------------------------
 
@@ -798,8 +799,9 @@ def _install_exit_handlers() -> None:
 
 
 def _stop_all() -> None:
-    while _LIVE:
-        _LIVE[-1].stop()  # stop() removes it from _LIVE
+    # A forked child (multiprocessing) inherits _LIVE and atexit: only the owner stops.
+    for cluster in [c for c in _LIVE if c._owner_pid == os.getpid()]:
+        cluster.stop()
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
