@@ -137,3 +137,18 @@ def test_hangar_unlimited_v_leaves_the_thread_limit(tmp_path: Path) -> None:
     log = tmp_path / "node-gpu-node-2.log"
     log.write_text("hangar: ulimit -v unlimited -n 65536 on gpu-node-2\n" + RAY_WORKER)
     assert diagnose_paths([log]).causes[0].cause == "ulimit_nproc"
+
+
+def test_client_disconnect_on_the_api_server_is_not_a_network_failure() -> None:
+    serving = (
+        'INFO:     127.0.0.1:5000 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+        "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+    )
+    assert all(f.cause != "nccl_network" for f in diagnose_text(serving).causes)
+    nccl = "NCCL version 2.4.8\n" + serving.splitlines()[1] + "\n"
+    assert diagnose_text(nccl).causes[0].cause == "nccl_network"
+
+
+def test_ray_status_without_demands_is_healthy() -> None:
+    status = "Pending Demands:\n (no resource demands)\n"
+    assert diagnose_text(status).causes == ()

@@ -33,7 +33,7 @@ class Pattern:
     """A compiled regex of one signature, with its role and literal anchor."""
 
     signature: str
-    role: str  # "patterns" | "requires" | "absent" | "context"
+    role: str  # "patterns" | "requires" | "requires_any" | "absent" | "context"
     index: int
     regex: re.Pattern[str]
     anchor: str
@@ -131,7 +131,7 @@ def _compile(sig: Signature, role: str, index: int, source: str) -> Pattern:
 
 
 def _patterns_of(sig: Signature, source: str) -> Iterable[Pattern]:
-    for role in ("patterns", "requires", "absent", "context"):
+    for role in ("patterns", "requires", "requires_any", "absent", "context"):
         for index in range(len(getattr(sig, role))):
             yield _compile(sig, role, index, source)
 

@@ -54,6 +54,9 @@ class Signature(BaseModel):
     requires: tuple[str, ...] = Field(
         default=(), description="each must also match some line of the input (co-occurrence)"
     )
+    requires_any: tuple[str, ...] = Field(
+        default=(), description="at least one must match some line of the input (when given)"
+    )
     absent: tuple[str, ...] = Field(default=(), description="any match anywhere suppresses it")
     context: tuple[str, ...] = Field(
         default=(), description="supporting lines: each one seen raises confidence by context_boost"

@@ -1,8 +1,9 @@
 """The scanner: anchors over raw bytes, full regexes on the few selected lines, then ranking.
 
 Ranking rules (why the first cause is usually the root and not the last symptom):
-- a signature fires when one of its ``patterns`` matches, all its ``requires`` matched
-  somewhere and none of its ``absent`` did; each matched ``context`` adds confidence;
+- a signature fires when one of its ``patterns`` matches, all its ``requires`` and at least
+  one of its ``requires_any`` matched somewhere (in any input file) and none of its ``absent``
+  did; each matched ``context`` adds confidence;
 - a fired signature demotes the causes it ``suppresses`` (known downstream symptoms,
   e.g. an address-space limit shows up later as CUDA OOM or a failed import);
 - ``fallback`` signatures (bare tracebacks, "Engine core initialization failed") only
@@ -223,11 +224,15 @@ def _fire(
         return None
     if any(seen("requires", i) is None for i in range(len(sig.requires))):
         return None
+    if sig.requires_any and all(
+        seen("requires_any", i) is None for i in range(len(sig.requires_any))
+    ):
+        return None
     if any(seen("absent", i) is not None for i in range(len(sig.absent))):
         return None
     support = [
         h
-        for role in ("requires", "context")
+        for role in ("requires", "requires_any", "context")
         for i in range(len(getattr(sig, role)))
         if (h := seen(role, i))
     ]
