@@ -61,3 +61,12 @@ def test_healthy_logs_name_no_cause() -> None:
     for case in load_cases(FIELD):
         if case.cause == UNKNOWN:
             assert diagnose_paths([FIELD / case.file]).causes == (), case.file
+
+
+def test_real_healthy_server_log_gets_no_confident_cause() -> None:
+    # A real vLLM 0.32 CPU serve log with one handled per-request traceback: at most the
+    # bare-traceback fallback, far below the confidence at which --llm is skipped.
+    log = FIXTURES / "logs_healthy" / "vllm-0.32.0-cpu-tiny-serve.log"
+    causes = diagnose_paths([log]).causes
+    assert all(f.confidence < 0.5 for f in causes), causes
+    assert all(f.signature == "python_traceback" for f in causes), causes
