@@ -21,6 +21,7 @@ from hangar.models.layers import (
     sliding_window,
     vision_spec,
 )
+from hangar.models.nas import NasLayers, nas_layers
 from hangar.models.params import loaded_params, weight_bytes
 from hangar.models.quant import parse_quant
 from hangar.models.spec import ModelSpec
@@ -269,6 +270,18 @@ def _mtp_layers(cfg: Config) -> int:
     )
 
 
+def _nas_fields(nas: NasLayers) -> dict[str, Any]:
+    """Uniform fields that stand for the per-layer ones: the widest FFN, the commonest KV
+    head count (nemotron_nas.py checks and shards each layer with its own count)."""
+    kv = [k for k in nas.kv_heads if k]
+    return {
+        "layer_kv_heads": nas.kv_heads,
+        "layer_intermediate": nas.intermediate,
+        "intermediate_size": max(nas.intermediate, default=0) or 1,
+        "num_kv_heads": max(set(kv), key=kv.count) if kv else 1,
+    }
+
+
 def parse_config(
     full: Config,
     *,
@@ -323,9 +336,13 @@ def parse_config(
         if isinstance(pattern, str) and pattern
         else r.integer("num_hidden_layers", "n_layer", "num_layers", "n_layers", "decoder_layers")
     )
-    mixers = layer_mixers(cfg, full, n, mla is not None)
+    blocks = cfg.get("block_configs")
+    nas = nas_layers(blocks, heads, hidden) if isinstance(blocks, list) and blocks else None
+    if nas is not None:  # DeciLM / Nemotron-NAS: the block list is the layer list
+        n = len(nas.mixers)
+    mixers = list(nas.mixers) if nas else layer_mixers(cfg, full, n, mla is not None)
     moe = moe_spec(cfg, r, n, mixers)
-    mlps = layer_mlps(cfg, n, moe)
+    mlps = list(nas.mlps) if nas else layer_mlps(cfg, n, moe)
     derived, key, default_len, mml = derive_max_len(cfg, full)
     head_dim = _head_dim(cfg, r, hidden, heads)
     quant = parse_quant(full, quant_file)
@@ -379,6 +396,8 @@ def parse_config(
         "num_params": 0,
         "weight_bytes": 0,
     }
+    if nas is not None:
+        spec_fields |= _nas_fields(nas)
     draft = ModelSpec(**spec_fields)
     return draft.model_copy(
         update={

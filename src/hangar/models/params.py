@@ -69,10 +69,10 @@ def _gated(spec: ModelSpec) -> int:
     return 2 if (spec.text_model_type or spec.model_type) in NON_GATED_MLP else 3
 
 
-def _attention(spec: ModelSpec) -> dict[str, int]:
+def _attention(spec: ModelSpec, kv_heads: int | None = None) -> dict[str, int]:
     h, hd, vhd = spec.hidden_size, spec.head_dim, spec.v_head_dim
     q_o = h * spec.num_attention_heads * hd + spec.num_attention_heads * vhd * h
-    kv = h * spec.num_kv_heads * (hd + vhd)
+    kv = h * (spec.num_kv_heads if kv_heads is None else kv_heads) * (hd + vhd)
     return {"attn": q_o, "attn_kv": kv, "norms": 2 * h}
 
 
@@ -112,10 +112,12 @@ def _mamba(spec: ModelSpec) -> dict[str, int]:
     return {"mamba": proj, "norms": conv + inter + 3 * m.num_heads + 2 * h}
 
 
-def _mlp(spec: ModelSpec, kind: str) -> dict[str, int]:
+def _mlp(spec: ModelSpec, kind: str, width: int | None = None) -> dict[str, int]:
     h = spec.hidden_size
     if kind == "dense":
-        return {"mlp": _gated(spec) * h * spec.intermediate_size}
+        return {"mlp": _gated(spec) * h * (spec.intermediate_size if width is None else width)}
+    if kind == "linear":  # NAS replace_with_linear: one hidden x hidden projection
+        return {"mlp": h * h, "norms": h}
     if kind != "moe" or spec.moe is None:
         return {}
     moe = spec.moe
@@ -131,21 +133,25 @@ def _mlp(spec: ModelSpec, kind: str) -> dict[str, int]:
     return out
 
 
-def _mixer(spec: ModelSpec, kind: str) -> dict[str, int]:
+def _mixer(spec: ModelSpec, kind: str, kv_heads: int | None = None) -> dict[str, int]:
     if kind == "mla":
         return _mla(spec)
     if kind in ("mamba", "linear_attention"):
         return _mamba(spec) if spec.mamba else {}
     if kind == "none":
         return {"norms": spec.hidden_size}
-    return _attention(spec)
+    if kind == "linear":  # NAS replace_with_linear attention: no KV cache
+        return {"attn": spec.hidden_size * spec.hidden_size, "norms": spec.hidden_size}
+    return _attention(spec, kv_heads)
 
 
 def breakdown(spec: ModelSpec) -> Breakdown:
     layers = []
-    for mixer, mlp in zip(spec.layer_types, spec.layer_mlps):
+    for i, (mixer, mlp) in enumerate(zip(spec.layer_types, spec.layer_mlps)):
         layer: dict[str, int] = {}
-        for part in (_mixer(spec, mixer), _mlp(spec, mlp)):
+        kv = spec.layer_kv_heads[i] if spec.layer_kv_heads else None
+        width = spec.layer_intermediate[i] if spec.layer_intermediate else None
+        for part in (_mixer(spec, mixer, kv), _mlp(spec, mlp, width)):
             for key, value in part.items():
                 layer[key] = layer.get(key, 0) + value
         layers.append(layer)

@@ -91,7 +91,10 @@ class ModelSpec(_Frozen):
     num_layers: int
     layer_types: tuple[str, ...]  # per decoder layer mixer: full_attention | sliding_attention |
     #                               chunked_attention | mla | mamba | linear_attention | none
-    layer_mlps: tuple[str, ...]  # per decoder layer MLP: dense | moe | none
+    layer_mlps: tuple[str, ...]  # per decoder layer MLP: dense | moe | none | linear
+    # per-layer (NAS, DeciLM block_configs) KV heads and FFN widths; empty = uniform
+    layer_kv_heads: tuple[int, ...] = ()
+    layer_intermediate: tuple[int, ...] = ()
     hidden_size: int
     intermediate_size: int
     num_attention_heads: int

@@ -203,14 +203,16 @@ def kv_dtype_bytes(spec: ModelSpec, kv_cache_dtype: str) -> float:
     return float(value)
 
 
-def layer_kv_bytes_per_token(spec: ModelSpec, kind: str, tp: int, kv_cache_dtype: str) -> float:
+def layer_kv_bytes_per_token(
+    spec: ModelSpec, kind: str, tp: int, kv_cache_dtype: str, kv_heads: int | None = None
+) -> float:
     if kind == "mla" and spec.mla:
         if kv_cache_dtype in MLA_FIXED_BYTES:
             return float(MLA_FIXED_BYTES[kv_cache_dtype]) + _indexer_bytes(spec)
         # the whole latent on every rank (mla_attention.py:1371)
         latent = spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim
         return latent * kv_dtype_bytes(spec, kv_cache_dtype) + _indexer_bytes(spec)
-    kv_per_gpu = max(1, spec.num_kv_heads // tp)
+    kv_per_gpu = max(1, (spec.num_kv_heads if kv_heads is None else kv_heads) // tp)
     return kv_per_gpu * (spec.head_dim + spec.v_head_dim) * kv_dtype_bytes(spec, kv_cache_dtype)
 
 
@@ -227,12 +229,14 @@ def _stage_kv_layers(spec: ModelSpec, layers: range) -> list[str]:
 def kv_bytes_per_token_per_gpu(spec: ModelSpec, layout: Layout, kv_cache_dtype: str) -> int:
     """All KV layers of the heaviest stage, as if every one kept every token."""
     best = 0.0
+    heads = spec.layer_kv_heads
     for layers in _stage_ranges(spec, layout.pp):
-        kinds = _stage_kv_layers(spec, layers)
         total = sum(
-            layer_kv_bytes_per_token(spec, k, layout.tp, kv_cache_dtype)
-            for k in kinds
-            if k in KV_LAYER_TYPES
+            layer_kv_bytes_per_token(
+                spec, spec.layer_types[i], layout.tp, kv_cache_dtype, heads[i] if heads else None
+            )
+            for i in layers
+            if spec.layer_types[i] in KV_LAYER_TYPES
         )
         best = max(best, total)
     return int(best)
