@@ -176,7 +176,7 @@ set -euo pipefail
 mapfile -t nodes < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
 head_ip="$(getent hosts "${nodes[0]}" | awk '{print $1}')"
 tmp="$JOB_SCRATCH/r$SLURM_JOB_ID"
-mkdir -m 0700 -p "$tmp"
+mkdir -m 0700 "$tmp"
 pids=()
 cleanup() {
   if ((${#pids[@]})); then kill "${pids[@]}" 2>/dev/null || true; wait "${pids[@]}" 2>/dev/null || true; fi
@@ -187,6 +187,7 @@ srun -N1 -n1 -w "${nodes[0]}" --overlap "$RAY_BIN/ray" start --head --block \
   --node-ip-address="$head_ip" --port=6380 --num-cpus=1 --num-gpus="$GPUS" \
   --temp-dir="$tmp/h" --include-dashboard=false --disable-usage-stats &
 pids+=("$!")
+# shellcheck disable=SC2016  # expanded by the inner bash, on the worker node
 srun -N1 -n1 -w "${nodes[1]}" --overlap bash -c \
   'exec "$1/ray" start --block --address="$2:6380" --node-ip-address="$(hostname -I | cut -d" " -f1)" --num-cpus=1 --num-gpus="$3" --temp-dir="$4/w"' \
   _ "$RAY_BIN" "$head_ip" "$GPUS" "$tmp" &
@@ -222,6 +223,8 @@ def test_two_node_ray_cluster_with_fake_gpus_torn_down_by_pid(
 ) -> None:
     script = slurm_cluster.job_dir / "ray.sbatch"
     script.write_text(RAY_SCRIPT, encoding="utf-8")
+    lint = subprocess.run(["shellcheck", str(script)], capture_output=True, text=True, check=False)
+    assert lint.returncode == 0, lint.stdout
     exports = f"ALL,RAY_BIN={ray_python.parent},JOB_SCRATCH={slurm_cluster.job_dir}"
     out = slurm_cluster.slurm(
         "sbatch",
@@ -247,7 +250,7 @@ CHILD = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 from support.slurm_cluster import SlurmCluster
-cluster = SlurmCluster.start()
+cluster = SlurmCluster.start(gres_type=sys.argv[2] or None, accounting=sys.argv[3] == "1")
 print(cluster.prefix, flush=True)
 time.sleep(300)
 """
@@ -269,14 +272,22 @@ def running(pid: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+@pytest.mark.parametrize(
+    ("signum", "gres_type", "accounting"),
+    [(signal.SIGTERM, "h100", False), (signal.SIGKILL, "", True)],
+    ids=["sigterm-typed-gres-no-accounting", "sigkill"],
+)
 def test_an_interrupted_session_leaks_nothing(
-    slurm_cluster: SlurmCluster, signum: signal.Signals
+    slurm_cluster: SlurmCluster, signum: signal.Signals, gres_type: str, accounting: bool
 ) -> None:
-    """SIGTERM: the session's own handler tears down. SIGKILL: the next start sweeps it."""
+    """SIGTERM: the session's own handler tears down. SIGKILL: the next start sweeps it.
+
+    The SIGTERM child also shows the constructor options on real daemons: typed GRES
+    (``gpu:h100:4``) and no accounting (sacct says so, as on such sites).
+    """
     tests_dir = str(Path(__file__).resolve().parents[1])
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, tests_dir],
+        [sys.executable, "-c", CHILD, tests_dir, gres_type, "1" if accounting else "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -287,7 +298,16 @@ def test_an_interrupted_session_leaks_nothing(
         assert prefix, child.communicate(timeout=30)[1]
         state = json.loads((Path("/tmp") / prefix / "cluster.json").read_text(encoding="utf-8"))
         daemons = [d["pid"] for d in state["daemons"].values()]
-        assert len(daemons) == 6 and traces_of(prefix)
+        assert len(daemons) == (6 if accounting else 4) and traces_of(prefix)
+        env = dict(slurm_cluster.env, SLURM_CONF=f"/tmp/{prefix}/etc/slurm.conf")
+        sinfo = ["sinfo", "-h", "-N", "-p", "debug", "-o", "%G"]
+        gres = subprocess.run(sinfo, env=env, capture_output=True, text=True, check=True)
+        assert gres.stdout.split() == [f"gpu:{gres_type}:4" if gres_type else "gpu:4"] * 2
+        if not accounting:
+            sacct = subprocess.run(
+                ["sacct", "-n"], env=env, capture_output=True, text=True, check=False
+            )
+            assert "Slurm accounting storage is disabled" in sacct.stdout + sacct.stderr
         child.send_signal(signum)
         child.communicate(timeout=60)
         if signum == signal.SIGKILL:

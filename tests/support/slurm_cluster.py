@@ -167,6 +167,7 @@ class SlurmCluster:
     gpus_per_node: int = 4
     cpus_per_node: int = 2
     memory_mb: int = 10000
+    accounting: bool = True
     partition: str = "debug"
     limited_partition: str = "short"
     limited_max_time_min: int = 5
@@ -186,12 +187,16 @@ class SlurmCluster:
         gres_type: str | None = None,
         gpus_per_node: int = 4,
         memory_mb: int = 10000,
+        accounting: bool = True,
         ready_timeout: float = 90.0,
     ) -> SlurmCluster:
         """Start munged, MariaDB, slurmdbd, slurmctld and two slurmd; wait until usable.
 
         ``gres_type="h100"`` makes the GRES typed (``gpu:h100:4``), as sites with
-        several GPU models configure it. Stale clusters of dead sessions are removed first.
+        several GPU models configure it. ``accounting=False`` runs without slurmdbd and
+        MariaDB (``sacct`` then says "Slurm accounting storage is disabled", as on sites
+        without accounting) and starts in about half the time. Stale clusters of dead
+        sessions are removed first.
         """
         check_prerequisites()
         remove_stale_clusters()
@@ -203,6 +208,7 @@ class SlurmCluster:
             gres_type=gres_type,
             gpus_per_node=gpus_per_node,
             memory_mb=memory_mb,
+            accounting=accounting,
         )
         _LIVE.append(cluster)
         _install_exit_handlers()
@@ -279,18 +285,22 @@ class SlurmCluster:
             for i in range(2)
         ]
         self._save_state()
+        accounting: list[tuple[str, Callable[[], object]]] = [
+            ("mariadb", lambda: self._start_mariadb(deadline)),
+            ("slurmdbd", lambda: self._start_slurmdbd(deadline)),
+            ("accounts", lambda: self._register_accounts(deadline)),
+        ]
         steps: list[tuple[str, Callable[[], object]]] = [
             ("network", self._make_network),
             ("configs", self._write_configs),
             ("munged", lambda: self._start_munged(deadline)),
-            ("mariadb", lambda: self._start_mariadb(deadline)),
-            ("slurmdbd", lambda: self._start_slurmdbd(deadline)),
-            ("accounts", lambda: self._register_accounts(deadline)),
+            *(accounting if self.accounting else []),
             ("slurmctld", lambda: self._start_slurmctld(deadline)),
             ("slurmd", self._start_slurmds),
             ("nodes_idle", lambda: self._wait_nodes_idle(deadline)),
-            ("sacct", lambda: self._wait_sacct(deadline)),
         ]
+        if self.accounting:
+            steps.append(("sacct", lambda: self._wait_sacct(deadline)))
         for name, step in steps:
             started = time.monotonic()
             step()
@@ -363,7 +373,6 @@ class SlurmCluster:
             f"RealMemory={self.memory_mb} Gres={self.gres} State=UNKNOWN"
             for n in self.nodes
         ]
-        tres = "gres/gpu" + (f",gres/gpu:{self.gres_type}" if self.gres_type else "")
         return "\n".join(
             [
                 f"ClusterName={self.cluster_name}",
@@ -390,13 +399,7 @@ class SlurmCluster:
                 "SlurmdParameters=config_overrides",
                 "JobAcctGatherType=jobacct_gather/linux",
                 "JobCompType=jobcomp/none",
-                "AccountingStorageType=accounting_storage/slurmdbd",
-                f"AccountingStorageHost={self.controller_ip}",
-                f"AccountingStoragePort={self.ports['slurmdbd']}",
-                # For slurmdbd connections with auth/munge this names the munge socket
-                # (slurm.conf(5), AccountingStoragePass); AuthInfo covers only the rest.
-                f"AccountingStoragePass={s}/munge/munge.socket",
-                f"AccountingStorageTRES={tres}",
+                *self._accounting_conf(),
                 "GresTypes=gpu",
                 "MpiDefault=none",
                 "ReturnToService=2",
@@ -419,6 +422,20 @@ class SlurmCluster:
                 "",
             ]
         )
+
+    def _accounting_conf(self) -> list[str]:
+        if not self.accounting:
+            return ["AccountingStorageType=accounting_storage/none"]
+        tres = "gres/gpu" + (f",gres/gpu:{self.gres_type}" if self.gres_type else "")
+        return [
+            "AccountingStorageType=accounting_storage/slurmdbd",
+            f"AccountingStorageHost={self.controller_ip}",
+            f"AccountingStoragePort={self.ports['slurmdbd']}",
+            # For slurmdbd connections with auth/munge this names the munge socket
+            # (slurm.conf(5), AccountingStoragePass); AuthInfo covers only the rest.
+            f"AccountingStoragePass={self.scratch}/munge/munge.socket",
+            f"AccountingStorageTRES={tres}",
+        ]
 
     def _gres_conf(self) -> str:
         typed = f" Type={self.gres_type}" if self.gres_type else ""
