@@ -38,6 +38,17 @@ def test_field_manifest_is_disjoint_split_and_well_formed() -> None:
     assert len({c.source for c in cases}) == len(cases)
 
 
+def test_posthoc_set_is_disjoint_from_every_other_corpus() -> None:
+    posthoc = load_cases(FIXTURES / "logs_posthoc")
+    assert len(posthoc) >= 15
+    older = _sources("logs") | _sources("logs_heldout") | _sources("logs_field")
+    for case in posthoc:
+        assert case.source not in older, case.file
+        assert case.cause in CAUSES or case.cause == UNKNOWN, case.file
+        assert case.split in ("dev", "heldout"), case.file
+        assert (FIXTURES / "logs_posthoc" / case.file).is_file(), case.file
+
+
 def test_every_cause_has_a_real_excerpt_somewhere() -> None:
     seen = {c.cause for c in load_cases(FIXTURES / "logs")} | {c.cause for c in load_cases(FIELD)}
     assert set(CAUSES) <= seen
