@@ -700,6 +700,12 @@ class SlurmCluster:
         return self.sacct_state(job_id)
 
     def sacct_state(self, job_id: int) -> str:
+        """The job's state in accounting; without accounting, slurmctld's record of it
+        (kept MinJobAge=300 s after the end)."""
+        if not self.accounting:
+            out = self.slurm("scontrol", "-o", "show", "job", str(job_id)).stdout
+            found = re.search(r"\bJobState=(\S+)", out)
+            return found.group(1) if found else ""
         out = self.slurm("sacct", "-n", "-X", "-P", "-j", str(job_id), "-o", "State").stdout
         return out.strip().splitlines()[0].strip() if out.strip() else ""
 
@@ -849,11 +855,15 @@ def remove_stale_clusters() -> list[str]:
 
 
 def _teardown_stale(state: dict[str, Any], scratch: Path) -> None:
-    daemons = state.get("daemons", {})
-    pids = [d["pid"] for d in daemons.values() if _alive(d.get("pid"), d.get("start_time"))]
-    _terminate(pids[:1] if "slurmctld" in daemons else [])
+    alive = {
+        name: d["pid"]
+        for name, d in state.get("daemons", {}).items()
+        if _alive(d.get("pid"), d.get("start_time"))  # a reused PID is never signalled
+    }
+    # as stop(): the controller first (it would reschedule), then the nodes, then the rest
+    _terminate([alive.pop("slurmctld")] if "slurmctld" in alive else [])
     _kill_netns_members(state.get("netns", []))
-    _terminate(pids)
+    _terminate(list(alive.values()))
     _remove_network(state["prefix"])
     shutil.rmtree(scratch, ignore_errors=True)
 
