@@ -5,11 +5,13 @@ Golden files live in ``tests/launch/golden/slurm/<case>/``; regenerate them with
 and read the diff before committing.
 
 The execution tests run the rendered scripts with real bash and behavioural fakes of
-``scontrol``, ``srun`` (it runs the step's command once per node, concurrently, with that
-node's SLURMD_NODENAME / SLURM_TMPDIR / SLURM_GPUS_ON_NODE, writes its --output per node
-and forwards SIGTERM to its tasks) and the engine's interpreter (it records argv and env
-for vLLM and Ray, answers the helper's ``ip``, and runs the helper's other commands with
-the real Python). Real Slurm runs of the same scripts are the orchestrator's tests.
+``scontrol`` (node list, KillWait), ``srun`` (it runs the step's command once per node,
+concurrently, with that node's SLURMD_NODENAME / SLURM_TMPDIR / SLURM_GPUS_ON_NODE, writes
+its --output per node, forwards SIGUSR2 to its tasks and turns its own SIGTERM into
+SIGKILL, as srun does) and the engine's interpreter (it records argv and env for vLLM and
+Ray, answers the helper's ``ip``, waits for every node's Ray in ``ray-wait``, and runs the
+helper's other commands with the real Python). A real Ray head is started by one test;
+runs on the real test Slurm cluster are the orchestrator's tests.
 """
 
 from __future__ import annotations
@@ -440,6 +442,9 @@ def test_helper_ip(helper: types.ModuleType, capsys: pytest.CaptureFixture[str])
 
 FAKE_SCONTROL = """\
 import os, sys
+if sys.argv[1:] == ["show", "config"]:
+    print("KillWait                = 5 sec")
+    sys.exit(0)
 assert sys.argv[1:3] == ["show", "hostnames"], sys.argv
 print("\\n".join(sys.argv[3].split(",")))
 """
@@ -466,7 +471,9 @@ for rank, node in enumerate(nodes):
                SLURM_GPUS_ON_NODE=os.environ["FAKE_GPUS"])
     out = open(opts["--output"].replace("%N", node), "a")
     procs.append(subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT))
-signal.signal(signal.SIGTERM, lambda *_: [p.send_signal(signal.SIGTERM) for p in procs])
+# Like srun: SIGUSR2 is forwarded to the tasks, its own SIGTERM kills them (SIGKILL).
+signal.signal(signal.SIGUSR2, lambda *_: [p.send_signal(signal.SIGUSR2) for p in procs])
+signal.signal(signal.SIGTERM, lambda *_: [p.send_signal(signal.SIGKILL) for p in procs])
 sys.exit(max(p.wait() for p in procs))
 """
 

@@ -110,7 +110,8 @@ OBJECT_STORE_CAP = 4 * 1024**3
 # ready_timeout_s bounds it further.
 RAY_GATE_MAX_S = 600.0
 # A node's trap must finish inside Slurm's KillWait (30 s default, slurm.conf.5) so the
-# temp dir is still removed; children get this long between SIGTERM and SIGKILL.
+# temp dir is still removed; children get this long between SIGTERM and SIGKILL (node.sh
+# shortens it further to KillWait - 2 s, read from `scontrol show config` in the job).
 NODE_STOP_MAX_S = 20.0
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SENTINEL = re.compile("\x00([A-Z_]+)\x00")
@@ -359,6 +360,9 @@ def node_env(d: Deployment, ctx: RenderContext, mode: str) -> list[tuple[str, st
         env["HF_HUB_OFFLINE"] = "1"
     if mode == "ray":
         env["RAY_AUTH_MODE"] = "disabled"  # Ray >= 2.59 token trap (multinode.md §1.10)
+        # Ray >= 2.57.1 drains a node for up to 30 s on SIGTERM (ray_constants.py:41), as
+        # long as Slurm's default KillWait; nothing here needs draining (no Ray Serve).
+        env["RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"] = "0"
     iface = _slurm(d).network_interface
     if iface:
         env["NCCL_SOCKET_IFNAME"] = iface

@@ -11,6 +11,9 @@ PYTHON=/opt/engines/vllm-0.32/bin/python
 IFACE=''
 GPUS_PER_NODE=1
 STOP_GRACE_S=20
+KILL_WAIT=${HANGAR_KILL_WAIT:-30}
+if ! [[ "$KILL_WAIT" =~ ^[0-9]+$ ]]; then KILL_WAIT=30; fi
+if ((STOP_GRACE_S > KILL_WAIT - 2)); then STOP_GRACE_S=$((KILL_WAIT > 3 ? KILL_WAIT - 2 : 1)); fi
 HELPER="$RUN_DIR/hangar_node.py"
 NODE=${SLURMD_NODENAME:-$(hostname -s)}
 export HANGAR_RUN_ID=20261201-120000-abcd
@@ -49,12 +52,13 @@ stop_children() {
 }
 # shellcheck disable=SC2317  # run by the traps below, which shellcheck cannot follow
 cleanup() {
-  trap - EXIT TERM INT
+  trap - EXIT TERM INT USR2
   stop_children
   rm -rf -- "$JOB_TMP"
 }
 trap cleanup EXIT
-trap 'cleanup; exit 143' TERM INT
+# USR2: the batch step's "stop" (srun forwards it; a SIGTERM to srun would SIGKILL us).
+trap 'cleanup; exit 143' TERM INT USR2
 
 # A finite address-space limit breaks CUDA's virtual reservations; raise both soft limits
 # to the hard ones and log the result in one fixed format (the doctor reads it).
@@ -73,6 +77,7 @@ export TRITON_CACHE_DIR="${JOB_TMP}"/triton
 export PYTHONUNBUFFERED=1
 export HF_HUB_OFFLINE=1
 export RAY_AUTH_MODE=disabled
+export RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S=0
 export VLLM_WORKAROUND=1
 export PLAIN='it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓'
 export MULTILINE='line one
