@@ -106,10 +106,16 @@ def fit_constants(path: Path) -> None:
               f"fixed_gib={fixed:.2f} tp_extra_gib={extra:.2f} mean |miss|={loss / len(tier):.2f} GiB")
 
 
+SMALL_BUDGET_GIB = 40.0  # below this the band is an absolute floor, above it a share
+
+
 def fit_band(path: Path) -> None:
+    """The band per side: a share of the budget (from records with budgets >= 40 GiB: the
+    larger of the dev maximum and the in-sample p90) and a floor in GiB (the largest dev
+    miss on smaller budgets, where a share would be too thin)."""
     import yaml
 
-    over, under = [], []
+    dev: list[tuple[float, float]] = []  # (miss GiB, budget GiB); miss > 0: vLLM found more
     for rec in yaml.safe_load(path.read_text())["records"]:
         if heldout_split(rec["id"]) != "dev" or rec["logged"].get("kv_gib") is None:
             continue
@@ -118,26 +124,28 @@ def fit_band(path: Path) -> None:
             continue
         mem, _, budget = heldout_predict(spec, rec)
         predicted = (mem.requested_bytes - mem.weight_bytes_per_gpu - mem.overhead_bytes) / GIB
-        miss = (rec["logged"]["kv_gib"] - predicted) / budget
-        (over if miss > 0 else under).append(abs(miss))
-    ins_over, ins_under = _in_sample_misses()
-    def up(v: float) -> float:
-        return math.ceil(v * 200) / 200
+        dev.append((rec["logged"]["kv_gib"] - predicted, budget))
+    ins = _in_sample_misses()
+
+    def up(v: float, step: float) -> float:
+        return math.ceil(v / step) * step
+
     def p90(v: list[float]) -> float:
         return sorted(v)[int(0.9 * (len(v) - 1))] if v else 0.0
-    print(f"dev ({len(over) + len(under)} records): largest optimistic miss {max(over, default=0):.4f}, "
-          f"largest pessimistic {max(under, default=0):.4f}")
-    print(f"in-sample ({len(ins_over) + len(ins_under)}): p90 optimistic {p90(ins_over):.4f}, "
-          f"p90 pessimistic {p90(ins_under):.4f}")
-    print(f"band: optimistic {up(max(max(over, default=0), p90(ins_over))):.3f} "
-          f"pessimistic {up(max(max(under, default=0), p90(ins_under))):.3f} (share of the budget)")
+
+    for side, sign in (("optimistic", 1), ("pessimistic", -1)):
+        big = [sign * m / b for m, b in dev if b >= SMALL_BUDGET_GIB and sign * m > 0]
+        small = [sign * m for m, b in dev if b < SMALL_BUDGET_GIB and sign * m > 0]
+        share = max(max(big, default=0.0), p90([sign * m / b for m, b in ins if sign * m > 0]))
+        print(f"{side}: share {up(share, 0.005):.3f} of the budget, floor "
+              f"{up(max(small, default=0.0), 0.05):.2f} GiB (dev n={len(dev)}, in-sample n={len(ins)})")
 
 
-def _in_sample_misses() -> tuple[list[float], list[float]]:
-    """Calibration misses (logged - predicted available KV) as a share of the budget."""
+def _in_sample_misses() -> list[tuple[float, float]]:
+    """Calibration misses (logged - predicted available KV, GiB) with their budgets."""
     from plan import predict
 
-    over, under = [], []
+    out = []
     index = _index()
     for rec in json.loads(DEFAULT_CALIBRATION.read_text())["records"].values():
         spec = _spec_for(rec["log_config"]["model"], rec["log_config"].get("quantization"), index)
@@ -145,9 +153,8 @@ def _in_sample_misses() -> tuple[list[float], list[float]]:
             continue
         gpu = _gpu(rec["csv_metadata"]["accelerator"])
         budget = device_total_bytes(gpu.memory_bytes, gpu.rocm) * rec["log_memory"]["gpu_memory_utilization"] / GIB
-        miss = (rec["log_memory"]["available_kv_cache_gib"] - predict(spec, rec)["kv_gib"]) / budget
-        (over if miss > 0 else under).append(abs(miss))
-    return over, under
+        out.append((rec["log_memory"]["available_kv_cache_gib"] - predict(spec, rec)["kv_gib"], budget))
+    return out
 
 
 def main() -> int:

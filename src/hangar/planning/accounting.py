@@ -68,9 +68,18 @@ class Tier:
 class Band:
     """The plan's own error on available KV, as a share of the budget (measured, not fitted)."""
 
-    optimistic: float  # vLLM found this much more than predicted, at most (dev split)
-    pessimistic: float  # ... this much less
+    optimistic: float  # vLLM found up to this share of the budget more than predicted
+    pessimistic: float  # ... this share less
     source: str
+    optimistic_floor_gib: float = 0.0  # small budgets: at least this many GiB either way
+    pessimistic_floor_gib: float = 0.0
+
+    def high(self, requested: int) -> int:
+        """Bytes vLLM may find beyond the prediction (the optimistic end)."""
+        return int(max(self.optimistic * requested, self.optimistic_floor_gib * GIB))
+
+    def low(self, requested: int) -> int:
+        return int(max(self.pessimistic * requested, self.pessimistic_floor_gib * GIB))
 
 
 @dataclass(frozen=True)

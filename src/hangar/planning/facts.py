@@ -169,7 +169,9 @@ def _architecture_facts(architecture: str, version: tuple[int, int, int]) -> dic
     ]
     later = [v for parsed, v in known if parsed > version]
     unread = later and parse_version(usable[-1]) != version
-    if unread and any(c in architecture_table()["versions"][later[0]]["registered"] for c in candidates):
+    if unread and any(
+        c in architecture_table()["versions"][later[0]]["registered"] for c in candidates
+    ):
         # between two read wheels and registered in the next one: it may have been added in
         # this very release (GptOssForCausalLM came in 0.10.1, between 0.8.5 and 0.11.0), so
         # Hangar cannot tell and stays silent instead of warning
@@ -515,14 +517,12 @@ def _memory_facts(m: MemoryResult, facts: dict[str, Any]) -> dict[str, Any]:
         "kv_needed_bytes": m.kv_needed_bytes,
         # the plan's measured error band (planning/data/memory.yaml band): an error only when
         # even the optimistic end cannot hold one request, a warning inside the band
-        "kv_optimistic_bytes": m.kv_available_bytes + int(band.optimistic * m.requested_bytes),
-        "kv_pessimistic_bytes": m.kv_available_bytes - int(band.pessimistic * m.requested_bytes),
+        "kv_optimistic_bytes": m.kv_available_bytes + band.high(m.requested_bytes),
+        "kv_pessimistic_bytes": m.kv_available_bytes - band.low(m.requested_bytes),
         "kv_band_low_gib": _gib(
-            max(0, m.kv_available_bytes - int(band.pessimistic * m.requested_bytes)), version
+            max(0, m.kv_available_bytes - band.low(m.requested_bytes)), version
         ),
-        "kv_band_high_gib": _gib(
-            m.kv_available_bytes + int(band.optimistic * m.requested_bytes), version
-        ),
+        "kv_band_high_gib": _gib(m.kv_available_bytes + band.high(m.requested_bytes), version),
         "kv_cache_tokens": m.kv_cache_tokens,
         "kv_needed_gib": _gib(m.kv_needed_bytes, version),
         "max_model_len_fit": m.max_model_len_fit,
