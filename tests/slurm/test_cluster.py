@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from support import slurm_cluster as slurm_cluster_module
 from support.slurm_cluster import SlurmCluster, remove_stale_clusters
 
 T = TypeVar("T")
@@ -325,3 +326,15 @@ def test_an_interrupted_session_leaks_nothing(
         "idle",
         "idle",
     ]
+
+
+def test_a_missing_program_is_named_with_the_command_that_installs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(slurm_cluster_module, "REQUIRED_COMMANDS", ("slurmd", "hangar-no-such-d"))
+    with pytest.raises(slurm_cluster_module.SlurmClusterError) as error:
+        slurm_cluster_module.check_prerequisites()
+    assert str(error.value) == (
+        "the Slurm test cluster needs hangar-no-such-d: run scripts/setup-test-host "
+        "(or set HANGAR_SKIP_SLURM=1 to skip the Slurm tests)"
+    )
