@@ -96,3 +96,28 @@ def test_directory_input_and_bad_inputs(tmp_path: Path) -> None:
         with pytest.raises(UnreadableLog) as info:
             diagnose_paths([tmp_path / name])
         assert info.value.exit_code == 2
+
+
+def test_needle_scan_reports_every_line_that_holds_a_needle() -> None:
+    # `starts` uses leftmost-longest (non-overlapping) matching for speed: overlapping and
+    # nested needles on one line must still select that line.
+    import random
+
+    from hangar.diagnose.knowledge import load
+    from hangar.diagnose.scan import _Needles
+
+    anchors = [a.encode() for a in load().anchors()]
+    needles = _Needles(anchors)
+    rng = random.Random(7)
+    lines = []
+    for _ in range(400):
+        parts = [rng.choice(anchors) if rng.random() < 0.3 else b"noise %d" % rng.randint(0, 99)]
+        parts += [rng.choice(anchors)[: rng.randint(1, 8)] for _ in range(2)]
+        lines.append(b" ".join(parts))
+    data = b"\n".join(lines) + b"\n"
+    selected = {data.rfind(b"\n", 0, pos) + 1 for pos in needles.starts(data)}
+    offset = 0
+    for line in lines:
+        holds = any(a in line for a in anchors)
+        assert holds == (offset in selected), line
+        offset += len(line) + 1
