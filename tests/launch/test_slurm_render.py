@@ -322,6 +322,12 @@ def test_ray_head_and_worker_options_never_mixed(case: str, rendered: dict[str, 
 def test_worker_port_range_avoids_rendered_ports() -> None:
     d = deployment({"multinode": "ray", "port": 20500, "ray_port": 21001}, resources={"nodes": 2})
     assert sr.worker_port_range(d) == (22000, 22999)
+    given = deployment(
+        {"multinode": "ray", "ray_head_args": ["--dashboard-port=20001"],
+         "ray_worker_args": ["--dashboard-agent-listen-port=21002"]},
+        resources={"nodes": 2},
+    )  # fmt: skip
+    assert sr.worker_port_range(given) == (22000, 22999)
 
 
 @pytest.mark.parametrize(

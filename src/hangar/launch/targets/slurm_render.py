@@ -64,6 +64,13 @@ Decisions (and the trap each one avoids, shared/research/multinode.md):
   ``RAY_AUTH_MODE=disabled`` on every node (the 2.59+ token trap, §1.10), ``RAY_ADDRESS``
   as ``ip:port`` for the driver (never ``http://``, §1.11), teardown by PID (never
   ``ray stop``, §1.9).
+- Teardown: the batch step stops steps with SIGUSR2, which srun forwards to its tasks (a
+  SIGTERM to srun itself becomes SIGKILL of the tasks, "forcing job termination", and their
+  traps would not run); a step still there after Slurm's KillWait (read with ``scontrol
+  show config`` in the job) then gets SIGTERM. node.sh fits its own SIGTERM-to-SIGKILL
+  grace for its children inside KillWait, so its temp dir is removed before Slurm's
+  SIGKILL. Every step is given ``--ntasks`` (the job exports SLURM_NTASKS, which a step on
+  fewer nodes would inherit).
 - mp: one ``srun --kill-on-bad-exit=1 --wait=W`` step over all nodes: any rank failing
   ends all of them, and once rank 0 exits the others are killed after W seconds (headless
   ranks do not exit by themselves, §3.3; feasibility.md §1.7). Rank 0 is the head.
@@ -448,9 +455,16 @@ def _check_ray_args(args: Sequence[str], role: str, wrong: Iterable[str]) -> set
     return given
 
 
+def _ports_in(args: Sequence[str]) -> set[int]:
+    """Numbers given to ``--*-port=N`` options (the user's dashboard or agent ports)."""
+    found = re.findall(r"--[a-z-]*port=(\d+)$", "\n".join(args), re.MULTILINE)
+    return {int(n) for n in found}
+
+
 def worker_port_range(d: Deployment) -> tuple[int, int]:
+    """The first block of ``ray_start.yaml`` holding no port the job renders or is given."""
     s = _slurm(d)
-    taken = {s.port, s.ray_port}
+    taken = {s.port, s.ray_port, *_ports_in((*s.ray_head_args, *s.ray_worker_args))}
     for lo, hi in ray_options()["worker_port_blocks"]:
         if not any(lo <= p <= hi for p in taken):
             return int(lo), int(hi)
