@@ -347,6 +347,23 @@ def test_misplaced_ray_args_refused(field: str, arg: str, needle: str) -> None:
     assert f"target.slurm.{field}" in str(err.value)
 
 
+@pytest.mark.parametrize("roles", [("head",), ("worker",), ("head", "worker")])
+def test_user_object_store_size(roles: tuple[str, ...], shellcheck: str, tmp_path: Path) -> None:
+    d = deployment(
+        {
+            "multinode": "ray",
+            **{f"ray_{r}_args": ["--object-store-memory=1000000000"] for r in roles},
+        },
+        resources={"nodes": 2},
+    )
+    text = sr.render_slurm(d, context()).files[sr.NODE_FILE].text
+    assert ("OBJECT_STORE_BYTES=$(" in text) == (len(roles) == 1)
+    path = tmp_path / "node.sh"
+    path.write_text(text, encoding="utf-8")
+    done = subprocess.run([shellcheck, "-S", "style", str(path)], check=False, capture_output=True)
+    assert done.returncode == 0, done.stdout
+
+
 def test_mp_refused_without_the_vllm_cli() -> None:
     d = deployment({"multinode": "mp"}, resources={"nodes": 2})
     with pytest.raises(sr.RenderError, match="--headless"):

@@ -530,8 +530,11 @@ def _mode_values(d: Deployment, ctx: RenderContext, mode: str) -> dict[str, obje
             "ray_worker": ray_worker_argv(d, ctx),
             "gate": ray_gate_argv(d, ctx),
             "serve": serve_argv(d, ctx, backend="ray"),
-            "size_object_store": "--object-store-memory"
-            not in {_flag(a) for a in (*_slurm(d).ray_head_args, *_slurm(d).ray_worker_args)},
+            # sized in the job unless both roles were given their own size
+            "size_object_store": not all(
+                "--object-store-memory" in {_flag(a) for a in args}
+                for args in (_slurm(d).ray_head_args, _slurm(d).ray_worker_args)
+            ),
         }
     backend: serve.Backend | None = "mp" if _world_size(d) > 1 else None
     return {"serve": serve_argv(d, ctx, backend=backend)}
