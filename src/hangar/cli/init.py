@@ -7,6 +7,7 @@ nothing is asked. The plan's recommended layout is proposed unless --tp is given
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,9 @@ def _ask_missing(values: dict[str, Any]) -> dict[str, Any]:
     if values["gpus"] is None and values["gpu"] is not None:
         values["gpus"] = int(_ask_text("GPUs per node:", "1"))
     if values["target"] is None:
-        values["target"] = _ask_select("Target:", ["local", "slurm", "container"], "local")
+        values["target"] = _ask_select("Target:", ["local", "slurm"], "local")
+    if values["target"] == "slurm":
+        values = _ask_slurm(values)
     if values["engine"] is None:
         engines = _engine_choices()
         if engines:
@@ -85,12 +88,60 @@ def _ask_missing(values: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _partitions() -> tuple[list[str], str | None]:
+    """Partitions from sinfo (default one marked '*'), when Slurm is installed here."""
+    from hangar.errors import CommandFailed
+    from hangar.proc import run
+
+    try:
+        out = run(["sinfo", "-h", "-o", "%P"], timeout=10).stdout
+    except CommandFailed:
+        return [], None
+    names = [p.strip() for p in out.split() if p.strip()]
+    default = next((p.rstrip("*") for p in names if p.endswith("*")), None)
+    return sorted({p.rstrip("*") for p in names}), default
+
+
+def _ask_slurm(values: dict[str, Any]) -> dict[str, Any]:
+    if values["partition"] is None:
+        choices, default = _partitions()
+        values["partition"] = (
+            _ask_select("Partition:", choices, default or choices[0])
+            if choices
+            else _ask_text("Partition (empty: the cluster's default):") or None
+        )
+    if values["account"] is None:
+        values["account"] = _ask_text("Account (empty: your default):") or None
+    if values["time"] is None:
+        values["time"] = _ask_text("Time limit (e.g. 02:00:00; empty: the partition's):") or None
+    if values["multinode"] is None and (values["nodes"] or 1) > 1:
+        values["multinode"] = _ask_select("Multi-node mode:", ["mp", "ray"], "mp")
+    return values
+
+
 @click.command()
 @click.option("--model", help="Hugging Face id or local directory.")
 @hardware_options
 @click.option("--engine", help="Engine name (hangar engines list) or interpreter path.")
-@click.option("--target", type=click.Choice(["local", "slurm", "container"]), help="Where it runs.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Bind address.")
+@click.option("--target", type=click.Choice(["local", "slurm"]), help="Where it runs.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Bind address (Slurm: default the node's own IP).",
+)
+@click.option("--partition", help="Slurm partition (default: asked, from sinfo).")
+@click.option("--account", help="Slurm account.")
+@click.option("--qos", help="Slurm QOS.")
+@click.option("--time", "time", help="Slurm time limit, e.g. 02:00:00.")
+@click.option("--gres-type", help="Typed GRES gpu:TYPE:N (omitted: --gpus-per-node=N).")
+@click.option(
+    "--multinode",
+    type=click.Choice(["mp", "ray"]),
+    help="How nodes form one engine: vLLM's --nnodes (mp) or a Ray cluster; needed with --nodes > 1.",
+)
+@click.option("--network-interface", help="NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME on the nodes.")
+@click.option("--python", "python", help="The engine's interpreter as the compute nodes see it.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
 @click.option(
     "--tp", type=click.IntRange(min=1), help="Tensor parallel size (default: the plan's pick)."
@@ -134,5 +185,7 @@ def init(output: Path, force: bool, no_input: bool, schema: bool, **values: Any)
     answers = Answers(**{k: v for k, v in values.items() if v is not None})
     proposal = propose(build_deployment(answers), keep_layout=values["tp"] is not None)
     write_deployment(proposal.deployment, output)
-    click.echo(f"{proposal.note}\nwrote {output}; next: hangar preflight {output}")
+    click.echo(
+        f"{proposal.note}\nwrote {output}; next: hangar preflight {shlex.quote(str(output))}"
+    )
     return 0

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from hangar.cli.options import hardware_options, json_option
 
@@ -26,8 +27,13 @@ def deployment_options(func: F) -> F:
 
 
 def overrides(**values: Any) -> dict[str, Any]:
+    """The flags the user actually gave: a default (--nodes 1) must not override the file."""
     keys = ("gpu", "gpus", "nodes", "engine", "tp", "pp", "host", "port")
-    return {k: values.get(k) for k in keys}
+    ctx = click.get_current_context(silent=True)
+    given = {k: values.get(k) for k in keys}
+    if ctx is not None and ctx.get_parameter_source("nodes") is ParameterSource.DEFAULT:
+        given["nodes"] = None
+    return given
 
 
 def findings_json(findings: Sequence[Any]) -> list[dict[str, Any]]:
@@ -55,17 +61,21 @@ def render_findings(findings: Sequence[Any]) -> None:
 
 @click.command()
 @click.argument("target", required=False)
+@click.option(
+    "--target", "kind", type=click.Choice(["local", "slurm"]), help="Override [target] kind."
+)
 @deployment_options
 @json_option
-def preflight(target: str | None, as_json: bool, **flags: Any) -> int:
+def preflight(target: str | None, kind: str | None, as_json: bool, **flags: Any) -> int:
     """Check a deployment FILE (default ./hangar.toml) or a MODEL before launching it.
 
     Exit code 1 when any finding is an error.
     """
-    from hangar.deploy.init import deployment_for_cli
+    from hangar.deploy.init import deployment_for_cli, with_target_kind
     from hangar.preflight.runner import preflight as run_preflight
 
-    report = run_preflight(deployment_for_cli(target, overrides(**flags)))
+    d = with_target_kind(deployment_for_cli(target, overrides(**flags)), kind)
+    report = run_preflight(d)
     if as_json:
         doc = {
             "findings": findings_json(report.findings),

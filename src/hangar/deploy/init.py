@@ -29,6 +29,15 @@ class Answers(BaseModel):
     tool_call_parser: str | None = None
     reasoning_parser: str | None = None
     served_name: str | None = None
+    # [target.slurm] (target = "slurm")
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    time: str | None = None
+    gres_type: str | None = None
+    multinode: str | None = None
+    network_interface: str | None = None
+    python: str | None = None
 
 
 def catalog_parsers(model: str) -> tuple[str | None, str | None]:
@@ -59,7 +68,7 @@ def build_deployment(a: Answers, *, source: str = "command-line flags") -> Deplo
             "tool_call_parser": a.tool_call_parser or tool,
             "reasoning_parser": a.reasoning_parser or reasoning,
         },
-        "target": {"kind": a.target, "local": {"host": a.host, "port": a.port}},
+        "target": _target(a),
     }
     return deployment_from_data(data, source=source)
 
@@ -121,3 +130,23 @@ def with_target_kind(d: Deployment, kind: str | None) -> Deployment:
     data = d.model_dump(mode="json")
     data["target"] = {"kind": kind, kind: {"port": d.target.port}}
     return deployment_from_data(data, source=f"--target {kind}")
+
+
+_SLURM_ANSWERS = (
+    "partition",
+    "account",
+    "qos",
+    "time",
+    "gres_type",
+    "multinode",
+    "network_interface",
+    "python",
+)
+
+
+def _target(a: Answers) -> dict[str, Any]:
+    if a.target != "slurm":
+        return {"kind": a.target, a.target: {"host": a.host, "port": a.port}}
+    given = {k: getattr(a, k) for k in _SLURM_ANSWERS if getattr(a, k) is not None}
+    host = {"host": a.host} if a.host != "127.0.0.1" else {}  # default: the node's own IP
+    return {"kind": "slurm", "slurm": {"port": a.port, **host, **given}}

@@ -52,7 +52,10 @@ stop_children() {
 }
 # shellcheck disable=SC2317  # run by the traps below, which shellcheck cannot follow
 cleanup() {
-  trap - EXIT TERM INT USR2
+  # Ignore, not default: scancel TERMs this task and the batch step's USR2 arrives
+  # moments later; with the default action the second signal kills us before the rm.
+  trap - EXIT
+  trap '' TERM INT USR2
   stop_children
   rm -rf -- "$JOB_TMP"
 }
