@@ -76,3 +76,13 @@ def test_command_line_gpu_facts() -> None:
     assert replaced.gpu.memory_bytes == 94 * 2**30 and replaced.gpu.compute_capability == (9, 0)
     with pytest.raises(UsageError, match="both"):
         hardware_from_args(None, 1, gpu_memory=80 * 2**30)
+
+
+def test_rocm_refuses_a_method_its_platform_lacks() -> None:
+    from hangar.planning.api import make_plan
+
+    layout = make_plan("Qwen/Qwen3-8B", gpu="MI300X", gpus=1, quantization="gptq_marlin").layouts[0]
+    found = [f for f in layout.findings if f.id == "quant_not_on_rocm"]
+    assert found and found[0].message == "gptq_marlin quantization is currently not supported in rocm."
+    fp8 = make_plan("Qwen/Qwen3-32B-FP8", gpu="MI300X", gpus=1, tp=1).layouts[0]
+    assert "quant_not_on_rocm" not in {f.id for f in fp8.findings}

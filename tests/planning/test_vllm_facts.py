@@ -244,6 +244,9 @@ VLLM_TEXTS: dict[tuple[str, str], str] = {
     **{("gpu_memory_utilization_over_one", v): (
         "GPU memory utilization must be less than 1.0. Got {gpu_memory_utilization}.")
         for v in ("0.11", "0.8.5")},
+    # vllm/platforms/interface.py:1147 verify_quantization, read in the 0.32.0 wheel (the
+    # CPU build in tests/support/vllm_env.py); rocm.py device_name = "rocm"
+    ("quant_not_on_rocm", "0.33"): "{quant_method} quantization is currently not supported in rocm.",
     # v1/core/kv_cache_planning.py (0.33), kv_cache_utils.py (older)
     ("no_kv_cache_memory", "0.33"): (
         "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "

@@ -358,8 +358,17 @@ def _quant_facts(
         "quant_scheme_min": scheme_min,
         "quant_scheme_fallback": fallback,
         "quant_deprecated": _deprecated(method, version),
+        "quant_rocm_ok": _rocm_supports(method, version),
         **_act_dtype_facts(method, request.dtype),
     }
+
+
+def _rocm_supports(method: str, version: tuple[int, int, int]) -> bool:
+    """RocmPlatform.supported_quantization of this version; True where it was not read."""
+    for entry in quant_table().get("rocm_supported") or []:
+        if in_range(version, entry["versions"]):
+            return not method or method in entry["methods"]
+    return True
 
 
 def _deprecated(method: str, version: tuple[int, int, int]) -> bool:
@@ -414,6 +423,7 @@ def build_facts(
     world, world_all = layout.tp * layout.pp, layout.tp * layout.pp * layout.dp
     facts: dict[str, Any] = {
         "vllm_version": request.vllm_version,
+        "rocm": hw.gpu.rocm,
         "vllm": list(version),
         "tp": layout.tp,
         "pp": layout.pp,
