@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import ipaddress
 import json
 import os
+import pwd
 import random
 import re
 import secrets
@@ -36,12 +38,15 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
+
+from support.vllm_env import cache_root
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -52,6 +57,9 @@ SCRATCH_BASE = Path("/tmp")
 PREFIX_RE = re.compile(r"^hg[0-9a-f]{4}$")
 NETNS_DIR = Path("/run/netns")
 STATE_NAME = "cluster.json"
+CLUSTER_NAME = "hangar"
+# Bump when the accounting DB set-up changes (user, accounts): the snapshot is rebuilt.
+ACCT_SNAPSHOT_RECIPE = 1
 REQUIRED_COMMANDS = (
     "munged",
     "mariadbd",
@@ -178,6 +186,7 @@ class SlurmCluster:
     _db_password: str = field(default_factory=lambda: secrets.token_hex(12))
     _stopped: bool = False
     _owner_pid: int = field(default_factory=os.getpid)
+    _restored: bool = False
 
     # ---- construction -------------------------------------------------------------
 
@@ -235,7 +244,9 @@ class SlurmCluster:
 
     @property
     def cluster_name(self) -> str:
-        return self.prefix
+        # The same for every cluster: each has its own slurmctld and accounting DB, and
+        # the DB snapshot that makes start-up fast holds this cluster's registration.
+        return CLUSTER_NAME
 
     @property
     def conf_dir(self) -> Path:
@@ -514,30 +525,57 @@ class SlurmCluster:
         )
         self._wait_for("munged", lambda: (d / "munge.socket").exists(), deadline)
 
+    @property
+    def _mysql_socket(self) -> Path:
+        return self.scratch / "mysql" / "mysqld.sock"
+
     def _start_mariadb(self, deadline: float) -> None:
-        data, sock = self.scratch / "mysql" / "data", self.scratch / "mysql" / "mysqld.sock"
+        """MariaDB with the accounting DB: from the machine's snapshot when there is one."""
+        data = self.scratch / "mysql" / "data"
         shutil.chown(self.scratch / "mysql", "mysql", "mysql")
+        snapshot = _acct_snapshot_dir() / "data"
+        self._restored = snapshot.is_dir()  # complete snapshots appear only by rename
+        if self._restored:
+            shutil.copytree(snapshot, data, symlinks=True)
+            _chown_tree(data, "mysql")
+        else:
+            _check_run(
+                [
+                    "mariadb-install-db",
+                    "--user=mysql",
+                    f"--datadir={data}",
+                    "--skip-test-db",
+                    "--auth-root-authentication-method=socket",
+                    "--skip-name-resolve",
+                    *_MARIADB_FAST,
+                ],
+                log=self.log_dir / "mariadb-install.log",
+                env=self.env,
+            )
+        self._spawn_mariadbd(deadline)
+        pw = self._db_password  # random per cluster, also over a restored snapshot
+        sql = (
+            f"ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{pw}';"
+            if self._restored
+            else f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{pw}'; "
+            "CREATE DATABASE slurm_acct_db; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
+        )
         _check_run(
-            [
-                "mariadb-install-db",
-                "--user=mysql",
-                f"--datadir={data}",
-                "--skip-test-db",
-                "--auth-root-authentication-method=socket",
-                "--skip-name-resolve",
-                *_MARIADB_FAST,
-            ],
-            log=self.log_dir / "mariadb-install.log",
+            ["mariadb", "--no-defaults", "-S", str(self._mysql_socket), "-u", "root"],
+            input_text=sql,
+            log=self.log_dir / "mariadb-setup.log",
             env=self.env,
         )
+
+    def _spawn_mariadbd(self, deadline: float) -> None:
         self._spawn(
             "mariadbd",
             [
                 _sbin("mariadbd"),
                 "--no-defaults",
                 "--user=mysql",
-                f"--datadir={data}",
-                f"--socket={sock}",
+                f"--datadir={self.scratch}/mysql/data",
+                f"--socket={self._mysql_socket}",
                 f"--port={self.ports['mariadb']}",
                 "--bind-address=127.0.0.1",
                 f"--pid-file={self.scratch}/mysql/mariadbd.pid",
@@ -547,18 +585,7 @@ class SlurmCluster:
                 *_MARIADB_FAST,
             ],
         )
-        self._wait_for("mariadbd", lambda: sock.exists(), deadline)
-        pw = self._db_password
-        sql = (
-            f"CREATE USER 'slurm'@'127.0.0.1' IDENTIFIED BY '{pw}'; CREATE DATABASE slurm_acct_db; "
-            "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
-        )
-        _check_run(
-            ["mariadb", "--no-defaults", "-S", str(sock), "-u", "root"],
-            input_text=sql,
-            log=self.log_dir / "mariadb-setup.log",
-            env=self.env,
-        )
+        self._wait_for("mariadbd", self._mysql_socket.exists, deadline)
 
     def _start_slurmdbd(self, deadline: float) -> None:
         self._spawn("slurmdbd", [_sbin("slurmdbd"), "-D"])
@@ -567,7 +594,14 @@ class SlurmCluster:
         )
 
     def _register_accounts(self, deadline: float) -> None:
-        """Cluster, account and user in one sacctmgr session (each process costs ~1 s here)."""
+        """Cluster, account and user in one sacctmgr session (each process costs ~1 s here).
+
+        A restored snapshot has them already. The first cluster on a machine saves its
+        fresh accounting DB (schema, cluster, account, no jobs) as that snapshot: slurmdbd
+        creating its schema and sacctmgr are most of the start-up time.
+        """
+        if self._restored:
+            return
         name = self.cluster_name
         commands = (
             f"add cluster {name}\n"
@@ -575,6 +609,26 @@ class SlurmCluster:
             f"add user root Account=default Cluster={name}\n"
         )
         self._retry(["sacctmgr", "-i"], deadline, input_text=commands)
+        self._save_snapshot(deadline)
+
+    def _save_snapshot(self, deadline: float) -> None:
+        """Copy the DB while mariadbd is stopped cleanly, then start it and slurmdbd again."""
+        for name in ("slurmdbd", "mariadbd"):
+            daemon = self._daemons.pop(name)
+            _terminate([daemon.proc.pid], grace=20.0)
+            daemon.proc.wait(timeout=5)
+        self._mysql_socket.unlink(missing_ok=True)
+        snapshot = _acct_snapshot_dir()
+        snapshot.parent.mkdir(parents=True, exist_ok=True)
+        build = Path(tempfile.mkdtemp(prefix=f".{snapshot.name}.", dir=snapshot.parent))
+        try:
+            shutil.copytree(self.scratch / "mysql" / "data", build / "data", symlinks=True)
+            with contextlib.suppress(OSError):  # another session saved it first: keep theirs
+                build.rename(snapshot)
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+        self._spawn_mariadbd(deadline)
+        self._start_slurmdbd(deadline)
 
     def _start_slurmctld(self, deadline: float) -> None:
         self._spawn("slurmctld", [_sbin("slurmctld"), "-D", "-i"])
@@ -772,16 +826,10 @@ class SlurmCluster:
         self._stopped = True
         if self in _LIVE:
             _LIVE.remove(self)
-        order = [
-            "slurmctld",
-            *[f"slurmd-{n.name}" for n in self.nodes],
-            "slurmdbd",
-            "mariadbd",
-            "munged",
-        ]
-        _terminate([self._daemons[name].proc.pid for name in order[:1] if name in self._daemons])
-        _kill_netns_members([n.netns for n in self.nodes])
-        _terminate([self._daemons[name].proc.pid for name in order[1:] if name in self._daemons])
+        # All at once (the order does not matter once everything goes): the daemons by
+        # the PIDs started here, and whatever lives in this cluster's node namespaces.
+        daemons = [d.proc.pid for d in self._daemons.values()]
+        _terminate(daemons + _netns_members([n.netns for n in self.nodes]))
         for daemon in self._daemons.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
                 daemon.proc.wait(timeout=1)
@@ -860,10 +908,7 @@ def _teardown_stale(state: dict[str, Any], scratch: Path) -> None:
         for name, d in state.get("daemons", {}).items()
         if _alive(d.get("pid"), d.get("start_time"))  # a reused PID is never signalled
     }
-    # as stop(): the controller first (it would reschedule), then the nodes, then the rest
-    _terminate([alive.pop("slurmctld")] if "slurmctld" in alive else [])
-    _kill_netns_members(state.get("netns", []))
-    _terminate(list(alive.values()))
+    _terminate(list(alive.values()) + _netns_members(state.get("netns", [])))
     _remove_network(state["prefix"])
     shutil.rmtree(scratch, ignore_errors=True)
 
@@ -888,14 +933,15 @@ def _remove_network(prefix: str) -> None:
 
 def _kill_netns_members(netns_names: Sequence[str], grace: float = 3.0) -> None:
     """SIGTERM, then SIGKILL, every process inside these (our own) network namespaces."""
+    _terminate(_netns_members(netns_names), grace=grace)
+
+
+def _netns_members(netns_names: Sequence[str]) -> list[int]:
     inodes = set()
     for name in netns_names:
         with contextlib.suppress(OSError):
             inodes.add((NETNS_DIR / name).stat().st_ino)
-    if not inodes:
-        return
-    members = [pid for pid in _pids() if _netns_inode(pid) in inodes]
-    _terminate(members, grace=grace)
+    return [pid for pid in _pids() if _netns_inode(pid) in inodes] if inodes else []
 
 
 def _terminate(pids: Sequence[int], grace: float = 5.0) -> None:
@@ -1062,6 +1108,25 @@ def _sbin(name: str) -> str:
     if found is None:
         raise SlurmClusterError(f"{name} is not installed: run {SETUP_COMMAND}")
     return found
+
+
+def _acct_snapshot_dir() -> Path:
+    """Where this machine keeps its fresh accounting DB, keyed by the package versions."""
+    out = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}\n", "mariadb-server", "slurmdbd"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    key = f"{ACCT_SNAPSHOT_RECIPE}|{CLUSTER_NAME}|{out}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    return cache_root() / f"slurm-acct-db-{digest}"
+
+
+def _chown_tree(root: Path, user: str) -> None:
+    entry = pwd.getpwnam(user)
+    for path in [root, *root.rglob("*")]:
+        os.chown(path, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
 
 
 def _check_run(
