@@ -8,6 +8,8 @@ projections), vocab-parallel embedding and LM head.
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass, field
 
@@ -194,8 +196,13 @@ def quantized_bytes(quant: QuantSpec) -> float:
     return bits / 8 + scales
 
 
+@functools.lru_cache(maxsize=256)
+def _joined(modules: tuple[str, ...]) -> str:
+    return " ".join(modules).lower()
+
+
 def _excluded(quant: QuantSpec, category: str) -> bool:
-    names = " ".join(quant.modules_not_converted).lower()
+    names = _joined(quant.modules_not_converted)
     if category in ("attn", "attn_kv", "mla_sharded", "mla_replicated"):
         return "self_attn" in names or ".attn" in names or "attention" in names
     if category == "shared":

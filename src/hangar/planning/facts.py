@@ -203,6 +203,7 @@ def quant_min_capability(method: str, version: tuple[int, int, int]) -> int:
     return -1
 
 
+@lru_cache(maxsize=64)
 def known_methods(version: tuple[int, int, int]) -> list[str]:
     return sorted(m for m in quant_table()["methods"] if quant_min_capability(m, version) >= 0)
 

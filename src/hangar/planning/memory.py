@@ -166,10 +166,13 @@ def stage_weight_bytes(
 ) -> float:
     base = base_dtype_bytes(spec)
     pad = mxfp4_expert_padding(spec, layout, inputs)
+    per_param: dict[str, float] = {}  # bytes per parameter x shard, once per category
     total = 0.0
     for i in layers:
         for category, count in b.layers[i].items():
-            share = count * category_bytes(spec, category) * _shard(spec, layout, category)
+            if category not in per_param:
+                per_param[category] = category_bytes(spec, category) * _shard(spec, layout, category)
+            share = count * per_param[category]
             total += share * pad if category == "experts" else share
     if stage == 0:
         total += (b.embed + b.vision) * base / layout.tp

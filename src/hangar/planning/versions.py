@@ -6,12 +6,14 @@ Nightly strings such as ``0.33.1rc1.dev42+g1234abc`` compare as their release pa
 
 from __future__ import annotations
 
+import functools
 import re
 
 DEFAULT_VLLM_VERSION = "0.33.0"  # the newest release whose source the rules were read from
 _NUM = re.compile(r"^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 
 
+@functools.lru_cache(maxsize=512)
 def parse_version(text: str) -> tuple[int, int, int]:
     match = _NUM.match(text.strip())
     if not match:
@@ -20,6 +22,7 @@ def parse_version(text: str) -> tuple[int, int, int]:
     return (major, minor, patch)
 
 
+@functools.lru_cache(maxsize=4096)
 def in_range(version: tuple[int, int, int], spec: str) -> bool:
     """``spec`` like '>=0.20,<0.34' or '*'; every clause must hold."""
     for clause in (c.strip() for c in spec.split(",")):
