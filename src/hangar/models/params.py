@@ -9,7 +9,6 @@ projections), vocab-parallel embedding and LM head.
 from __future__ import annotations
 
 import functools
-
 import math
 from dataclasses import dataclass, field
 
