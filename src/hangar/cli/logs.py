@@ -1,4 +1,4 @@
-"""``hangar logs``: a run's server log, whole or followed."""
+"""``hangar logs``: a run's logs (the server log; for Slurm the job log and every node's)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,29 @@ import click
 @click.command()
 @click.argument("run", required=False)
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until the run ends.")
-@click.option("-n", "--lines", type=click.IntRange(min=0), help="Only the last N lines.")
+@click.option(
+    "-n", "--lines", type=click.IntRange(min=0), help="Only the last N lines of each log."
+)
 def logs(run: str | None, follow: bool, lines: int | None) -> None:
-    """Print the log of RUN (id or prefix; default: the latest run)."""
-    from hangar.launch.orchestrator import observe
+    """Print the logs of RUN (id or prefix; default: the latest run)."""
+    from hangar.errors import InputError
+    from hangar.launch.orchestrator import observe, run_logs
     from hangar.launch.runs import open_store
     from hangar.store.runs import get_run
 
     record = get_run(open_store(), run)
-    path = Path(record.log_path)
-    if not path.is_file():
-        raise click.ClickException(f"log {path} is gone (removed by hangar clean?)")
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        text = fh.read()
-        shown = text.splitlines()[-lines:] if lines is not None else text.splitlines()
-        click.echo("\n".join(shown))
+    paths = [p for p in run_logs(record) if p.is_file()]
+    if not paths:
+        raise InputError(
+            f"the logs of run {record.id} are gone (removed by hangar clean?)",
+            source=record.log_path,
+            hint="hangar status --all",
+        )
+    for path in paths[:-1]:
+        _show(path, lines, header=True)
+    last = paths[-1]
+    with open(last, encoding="utf-8", errors="replace") as fh:
+        _print_tail(fh.read(), lines, last if len(paths) > 1 else None)
         while follow and observe(record).phase in ("queued", "running"):
             chunk = fh.read()
             if chunk:
@@ -34,3 +42,15 @@ def logs(run: str | None, follow: bool, lines: int | None) -> None:
                 time.sleep(0.5)
         if follow:
             click.echo(fh.read(), nl=False)
+
+
+def _show(path: Path, lines: int | None, header: bool) -> None:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    _print_tail(text, lines, path if header else None)
+
+
+def _print_tail(text: str, lines: int | None, header: Path | None) -> None:
+    if header is not None:
+        click.echo(f"==> {header} <==")
+    shown = text.splitlines()[-lines:] if lines is not None else text.splitlines()
+    click.echo("\n".join(shown))

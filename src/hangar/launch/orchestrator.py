@@ -366,7 +366,7 @@ def _fail(
     run_dir = Path(record.run_dir)
     target.stop(run.handle, run_dir, _grace(d))
     logs = target.logs(run.handle, run_dir)
-    block = next((b for b in (error_block(p) for p in reversed(logs)) if b), "")
+    block = failing_block(logs)
     store.finish_run(run.conn, run.id, "failed", error=f"{stage}: {reason}")
     run.emit("failed", f"{stage}: {reason}", ok=False)
     deployment_record(run.id).unlink(missing_ok=True)
@@ -428,6 +428,22 @@ def error_block(log_path: Path, max_lines: int = 40) -> str:
             break
         first = i
     return "\n".join(tail[first : first + max_lines])
+
+
+def failing_block(logs: list[Path]) -> str:
+    """The error block of the first log (node logs before the job log) that has one."""
+    ordered = sorted(logs, key=lambda p: not p.name.startswith("node-"))
+    blocks = [error_block(p) for p in ordered]
+    return next((b for b in blocks if _ERROR_START.search(b)), next((b for b in blocks if b), ""))
+
+
+def run_logs(run: store.RunRecord) -> list[Path]:
+    """Every log of a recorded run, as its target lays them out."""
+    return (
+        target_for(run.target).logs(run.handle, Path(run.run_dir))
+        if run.handle
+        else [Path(run.log_path)]
+    )
 
 
 def observe(run: store.RunRecord) -> Observed:

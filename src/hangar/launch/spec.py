@@ -21,7 +21,7 @@ from hangar.workarounds import Applied
 # open-files) limits to the hard ones, then exec vLLM in the same process slot.
 # A finite `ulimit -v` breaks CUDA's virtual reservations in every worker.
 BOOTSTRAP = (
-    "import os, resource, sys\n"
+    "import os, resource, socket, sys\n"
     "for r in (resource.RLIMIT_AS, resource.RLIMIT_NOFILE):\n"
     "    soft, hard = resource.getrlimit(r)\n"
     "    if soft != hard:\n"
@@ -29,6 +29,10 @@ BOOTSTRAP = (
     "            resource.setrlimit(r, (hard, hard))\n"
     "        except (ValueError, OSError):\n"
     "            pass\n"
+    # The limits in effect, in the Slurm node script's format (the doctor reads them).
+    "v, n = resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_NOFILE)[0]\n"
+    "v = 'unlimited' if v == resource.RLIM_INFINITY else v // 1024\n"
+    "print(f'hangar: ulimit -v {v} -n {n} on {socket.gethostname()}', file=sys.stderr, flush=True)\n"
     "os.execv(sys.executable, [sys.executable] + sys.argv[1:])\n"
 )
 
