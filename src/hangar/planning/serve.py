@@ -8,11 +8,12 @@ argv, the Slurm scripts) goes through here, so the flags cannot drift apart.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hangar.deploy.schema import Deployment
+if TYPE_CHECKING:  # plan never needs the deployment schema; launch passes one in
+    from hangar.deploy.schema import Deployment
 
 Backend = Literal["mp", "ray"]
 
