@@ -18,111 +18,16 @@ from hangar.models.spec import ModelSpec
 from hangar.planning.accounting import default_accounting
 from hangar.planning.memory import Layout, MemoryResult, pp_partition
 from hangar.planning.request import PlanRequest
+from hangar.planning.tables import table
 from hangar.planning.versions import in_range, parse_version
 
 GIB = 2**30
-# vllm/config/model.py:2398 _FLOAT16_NOT_SUPPORTED_MODELS (0.33; 0.11 and 0.20 also list plamo2,
-# 0.8.5 has no such list). vLLM checks the top-level config.model_type.
-FP16_REFUSED = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4"})
-# vllm/config/cache.py:44 CacheDType (0.33, in order; KV_CACHE_DTYPES = list(get_args(CacheDType))).
-# Other versions' lists live in rules.yaml kv_cache_dtype_invalid.
-KV_CACHE_DTYPES = (
-    "auto",
-    "float16",
-    "bfloat16",
-    "fp8",
-    "fp8_e4m3",
-    "fp8_e5m2",
-    "fp8_inc",
-    "fp8_ds_mla",
-    "nvfp4_ds_mla",
-    "turboquant_k8v4",
-    "turboquant_4bit_nc",
-    "turboquant_k3v4_nc",
-    "turboquant_3bit_nc",
-    "octave_k3v4",
-    "octave_k3v3",
-    "octave_k3v3_compact",
-    "ultraquant_4bit",
-    "int4_per_token_head",
-    "int8_per_token_head",
-    "fp8_per_token_head",
-    "nvfp4",
-    "nvfp4_4over6",
-)
-# Architectures registered in vLLM 0.33 (vllm/model_executor/models/registry.py, every table but
-# the speculative-decoding one) whose class does not inherit SupportsPP (AST over
-# vllm/model_executor/models/*.py); config/model.py:1574 rejects --pipeline-parallel-size > 1
-# for them. MambaForCausalLM / FalconMamba do support PP in 0.33.
-NO_PP_ARCHS = frozenset(
-    {
-        "AliceAIForCausalLM",
-        "AriaForConditionalGeneration",
-        "BertForMaskedLM",
-        "BertForSequenceClassification",
-        "BertForTokenClassification",
-        "BertModel",
-        "BertSpladeSparseEmbeddingModel",
-        "BgeM3EmbeddingModel",
-        "CLIPModel",
-        "CohereAsrForConditionalGeneration",
-        "ColBERTJinaRobertaModel",
-        "ColBERTLfm2Model",
-        "ColBERTModernBertModel",
-        "ColModernVBertForRetrieval",
-        "ColUltraVBertForRetrieval",
-        "D3ForSequenceClassification",
-        "DiffusionGemmaForBlockDiffusion",
-        "DomynEdgeForCausalLM",
-        "DoryForCausalLM",
-        "EmbeddingGemma2Model",
-        "FireRedASR2ForConditionalGeneration",
-        "FunASRForConditionalGeneration",
-        "GPT2ForSequenceClassification",
-        "Gemma3TextModel",
-        "Gemma3nForCausalLM",
-        "Gemma3nForConditionalGeneration",
-        "GteModel",
-        "GteNewForSequenceClassification",
-        "GteNewModel",
-        "HF_ColBERT",
-        "HrmTextForCausalLM",
-        "IQuestLoopCoderForCausalLM",
-        "Idefics3ForConditionalGeneration",
-        "JinaForRanking",
-        "Lfm2BidirectionalModel",
-        "LlamaBidirectionalForSequenceClassification",
-        "LlamaBidirectionalModel",
-        "Mamba2ForCausalLM",
-        "ModernBertForSequenceClassification",
-        "ModernBertForTokenClassification",
-        "ModernBertModel",
-        "ModernVBertModel",
-        "NemotronH_Nano_Omni_Reasoning_V3",
-        "NemotronH_Nano_VL_V2",
-        "NemotronH_Omni_Reasoning_V3",
-        "NemotronH_Super_Omni_Reasoning_V3",
-        "NemotronParseForConditionalGeneration",
-        "NomicBertModel",
-        "OpenAIPrivacyFilterForTokenClassification",
-        "PaddleOCRVLForConditionalGeneration",
-        "Phi4MMForCausalLM",
-        "RadioMBartPrefixForCausalLM",
-        "RobertaForMaskedLM",
-        "RobertaForSequenceClassification",
-        "RobertaForTokenClassification",
-        "RobertaModel",
-        "SiglipModel",
-        "SmolVLMForConditionalGeneration",
-        "Terratorch",
-        "VoyageQwen3BidirectionalEmbedModel",
-        "WhisperForConditionalGeneration",
-        "XLMRobertaForSequenceClassification",
-        "XLMRobertaForTokenClassification",
-        "XLMRobertaModel",
-        "Zamba2ForCausalLM",
-    }
-)
+# The newest read version's tables (the rules use the version-dependent ones through
+# planning/tables.py; these names stay for callers and tests that want 0.33's values).
+NEWEST = (0, 33, 0)
+FP16_REFUSED = frozenset(table("fp16_refused", NEWEST))
+KV_CACHE_DTYPES = table("kv_cache_dtypes", NEWEST)
+NO_PP_ARCHS = frozenset(table("no_pp_archs", NEWEST))
 
 
 @lru_cache(maxsize=1)
@@ -462,7 +367,8 @@ def build_facts(
         if spec.vision
         else "",
         "num_layers": spec.num_layers,
-        "supports_pp": spec.architecture not in NO_PP_ARCHS and not spec.is_pooling,
+        "supports_pp": spec.architecture not in table("no_pp_archs", version)
+        and not spec.is_pooling,
         "pp_partition": ", ".join(str(p) for p in pp_partition(spec.num_layers, layout.pp))
         if layout.pp <= spec.num_layers
         else "",
@@ -478,10 +384,10 @@ def build_facts(
         "model_dtype": spec.dtype,
         "dtype_req": request.dtype,
         # vLLM tests the top-level hf_config.model_type only (config/model.py)
-        "fp16_refused": spec.model_type in FP16_REFUSED,
+        "fp16_refused": spec.model_type in table("fp16_refused", version),
         "kv_cache_dtype": request.kv_cache_dtype,
-        "kv_dtype_valid": request.kv_cache_dtype in KV_CACHE_DTYPES,
-        "kv_dtype_choices": "[" + ", ".join(KV_CACHE_DTYPES) + "]",
+        "kv_dtype_valid": request.kv_cache_dtype in table("kv_cache_dtypes", version),
+        "kv_dtype_choices": "[" + ", ".join(table("kv_cache_dtypes", version)) + "]",
         "kv_is_fp8": request.kv_cache_dtype.startswith("fp8"),
         "has_mamba": spec.mamba is not None,
         "enforce_eager": request.enforce_eager,
