@@ -115,10 +115,15 @@ def _memory_text(spec: GpuSpec) -> str:
 def _print_details(spec: GpuSpec) -> None:
     lines = [
         ("id", spec.id),
-        ("NVML name", spec.name),
+        ("device name", spec.name),
+        ("vendor", spec.vendor + (f" ({spec.gfx}, ROCm)" if spec.gfx else "")),
         ("aliases", ", ".join(spec.aliases) or "-"),
         ("memory", _memory_text(spec)),
-        ("compute capability", ".".join(map(str, spec.compute_capability))),
+        (
+            "compute capability",
+            ".".join(map(str, spec.compute_capability))
+            + (" (as torch reports it on ROCm)" if spec.rocm else ""),
+        ),
         ("generation", spec.generation),
         ("interconnect", _link(spec) + (" GB/s" if spec.nvlink_gbps else "")),
         ("dtypes", _dtypes(spec)),
