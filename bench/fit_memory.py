@@ -117,7 +117,7 @@ def fit_band(path: Path) -> None:
 
     dev: list[tuple[float, float]] = []  # (miss GiB, budget GiB); miss > 0: vLLM found more
     for rec in yaml.safe_load(path.read_text())["records"]:
-        if heldout_split(rec["id"]) != "dev" or rec["logged"].get("kv_gib") is None:
+        if (rec.get("split") or heldout_split(rec["id"])) != "dev" or rec["logged"].get("kv_gib") is None:
             continue
         spec = _heldout_spec(rec)
         if spec is None:

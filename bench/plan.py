@@ -228,10 +228,10 @@ def score_heldout(path: Path) -> None:
     import yaml
 
     records = yaml.safe_load(path.read_text())["records"]
-    rows: dict[str, list[dict[str, Any]]] = {"dev": [], "never_seen": []}
-    skipped: dict[str, int] = {"dev": 0, "never_seen": 0}
+    rows: dict[str, list[dict[str, Any]]] = {"dev": [], "never_seen": [], "late": []}
+    skipped: dict[str, int] = {"dev": 0, "never_seen": 0, "late": 0}
     for rec in records:
-        split = heldout_split(rec["id"])
+        split = rec.get("split") or heldout_split(rec["id"])
         spec = _heldout_spec(rec)
         if spec is None:
             skipped[split] += 1
@@ -247,7 +247,7 @@ def score_heldout(path: Path) -> None:
             "tok": (mem.kv_cache_tokens, logged.get("kv_tokens")),
         })
     print(f"\n== held-out: {path.name} (real logs not in the calibration set; never fitted on)")
-    for split in ("dev", "never_seen"):
+    for split in ("dev", "never_seen", "late"):
         _print_split(split, rows[split], skipped[split])
 
 
