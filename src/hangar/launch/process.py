@@ -108,3 +108,10 @@ def _reap_children() -> None:
     for pid, child in list(_CHILDREN.items()):
         if child.poll() is not None:
             del _CHILDREN[pid]
+
+
+def own_child_alive(pid: int | None) -> bool:
+    """A server this process started and has not exited: its marker may not be visible yet
+    (between fork and exec /proc/<pid>/environ is still ours), so ask the Popen."""
+    child = _CHILDREN.get(pid) if pid is not None else None
+    return child is not None and child.poll() is None

@@ -52,7 +52,9 @@ class LocalTarget:
         return {"run_id": ctx.run_id, "pid": child.pid, "pgid": child.pid}
 
     def status(self, handle: dict[str, Any], run_dir: Path) -> Observed:
-        if process.run_processes(str(handle.get("run_id")), handle.get("pgid")):
+        if process.own_child_alive(handle.get("pid")) or process.run_processes(
+            str(handle.get("run_id")), handle.get("pgid")
+        ):
             return Observed(phase="running")
         return Observed(phase="exited", reason="the server process exited")
 
