@@ -233,6 +233,9 @@ def serve_options(
         kv_cache_dtype=None if request.kv_cache_dtype == "auto" else request.kv_cache_dtype,
         quantization=request.quantization,
         dtype=None if request.dtype == "auto" else request.dtype,
+        enforce_eager=request.enforce_eager,
+        max_num_batched_tokens=request.max_num_batched_tokens,
+        max_num_seqs=request.max_num_seqs,
         extra_args=("--hf-overrides", request.hf_overrides) if request.hf_overrides else (),
     )
 
