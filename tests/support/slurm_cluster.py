@@ -158,6 +158,11 @@ def check_prerequisites() -> None:
         )
 
 
+# Node-local storage inside each node (a per-node directory bound there); give it to
+# deployments as target.slurm.tmp_root.
+NODE_LOCAL_TMP = "/var/tmp"
+
+
 @dataclass
 class SlurmCluster:
     """A running cluster; build it with ``SlurmCluster.start()`` and use it as a context manager.
@@ -373,9 +378,27 @@ class SlurmCluster:
         (etc / "plugstack.conf").write_text("", encoding="utf-8")  # not /etc/slurm's
         (etc / "slurm.conf").write_text(self._slurm_conf(), encoding="utf-8")
         (etc / "gres.conf").write_text(self._gres_conf(), encoding="utf-8")
+        prolog = etc / "task_prolog.sh"
+        prolog.write_text(self._task_prolog(), encoding="utf-8")
+        prolog.chmod(0o755)
         dbd = etc / "slurmdbd.conf"
         dbd.write_text(self._slurmdbd_conf(), encoding="utf-8")
         dbd.chmod(0o600)  # slurmdbd refuses a readable file; it holds the DB password
+
+    def _task_prolog(self) -> str:
+        """Each "node" gets its own core for vLLM CPU's OpenMP threads, as real nodes have
+        their own: both share this machine's cores, and vLLM CPU's automatic binding would
+        pin every rank to core 0 (a TP=2 group across the nodes then crawls). Slurm applies
+        the `export` lines a TaskProlog prints to the task (slurm.conf(5), TaskProlog); a
+        deployment's own [env] still wins, it is exported later by the job script."""
+        cases = "\n".join(
+            f"  {n.name}) echo 'export VLLM_CPU_OMP_THREADS_BIND={n.index}' ;;" for n in self.nodes
+        )
+        return (
+            "#!/bin/sh\n"
+            f'case "$SLURMD_NODENAME" in\n{cases}\nesac\n'
+            "echo 'export VLLM_CPU_NUM_OF_RESERVED_CPU=0'\n"
+        )
 
     def _slurm_conf(self) -> str:
         s, auth = self.scratch, f"socket={self.scratch}/munge/munge.socket"
@@ -396,6 +419,7 @@ class SlurmCluster:
                 "CredType=cred/munge",
                 f"AuthInfo={auth}",
                 f"StateSaveLocation={s}/state",
+                f"TaskProlog={self.conf_dir}/task_prolog.sh",
                 f"SlurmdSpoolDir={s}/spool/%n",
                 f"SlurmctldPidFile={s}/run/slurmctld.pid",
                 f"SlurmdPidFile={s}/run/slurmd-%n.pid",
@@ -644,10 +668,16 @@ class SlurmCluster:
         # nsenter and unshare exec (no fork), sh execs slurmd: the PID we hold is slurmd's.
         # In the node's own mount namespace /etc/hosts names every node (as a site's DNS
         # does) and /etc/slurm is this cluster's config dir, so a job that drops the
-        # environment (--export=NONE) still finds slurm.conf as on a real node.
+        # environment (--export=NONE) still finds slurm.conf as on a real node. /var/tmp is
+        # the node's own (NODE_LOCAL_TMP): jobs' private temp dirs go on node-local storage,
+        # as on a real cluster, while /tmp (run dirs, job_dir) stays shared like a home.
+        local = self.scratch / "local" / node.name
+        local.mkdir(parents=True, exist_ok=True)
+        local.chmod(0o1777)
         boot = (
             'hostname "$1" && mount --bind "$2" /etc/hosts && mkdir -p /etc/slurm '
-            '&& mount --bind "$3" /etc/slurm && shift 3 && exec "$@"'
+            '&& mount --bind "$3" /etc/slurm && mount --bind "$4" /var/tmp && shift 4 '
+            '&& exec "$@"'
         )
         self._spawn(
             f"slurmd-{node.name}",
@@ -665,6 +695,7 @@ class SlurmCluster:
                 node.name,
                 str(self.conf_dir / "hosts"),
                 str(self.conf_dir),
+                str(local),
                 _sbin("slurmd"),
                 "-D",
                 "-N",
