@@ -20,28 +20,47 @@ def test_url_is_normalised_and_key_comes_from_env(monkeypatch: pytest.MonkeyPatc
     assert target.api_key is not None and "sk-secret" not in repr(target)
 
 
-def test_deployment_file(tmp_path: Path) -> None:
+def test_deployment_file_declares_the_port_and_served_name(tmp_path: Path) -> None:
+    """Issue 13: `hangar eval hangar.toml` probed :8000 with the model id, ignoring
+    [target.local] port and [model] served_name."""
     path = tmp_path / "hangar.toml"
     path.write_text(
-        '[model]\nid = "Qwen/Qwen3-8B"\n[serve]\nhost = "0.0.0.0"\nport = 9001\n'
-        'tool_call_parser = "hermes"\nreasoning_parser = "qwen3"\nargs = ["--enforce-eager"]\n'
-        "[serve.env]\nVLLM_CPU_KVCACHE_SPACE = 1\n"
+        '[model]\nid = "Qwen/Qwen3-8B"\nserved_name = "qwen"\n'
+        '[serve]\ntool_call_parser = "hermes"\nreasoning_parser = "qwen3"\n'
+        'enforce_eager = true\n[env]\nVLLM_CPU_KVCACHE_SPACE = "1"\n'
+        '[target]\nkind = "local"\n[target.local]\nhost = "0.0.0.0"\nport = 9001\n'
     )
     target = resolve_target(str(path))
     assert target.root_url == "http://127.0.0.1:9001"
     assert (target.tool_call_parser, target.reasoning_parser, target.model) == (
         "hermes",
         "qwen3",
-        "Qwen/Qwen3-8B",
+        "qwen",
     )
-    assert target.flags == ["--enforce-eager"] and target.env == {"VLLM_CPU_KVCACHE_SPACE": "1"}
+    assert "--enforce-eager" in target.flags and target.env == {"VLLM_CPU_KVCACHE_SPACE": "1"}
 
 
 def test_deployment_file_errors_name_the_field(tmp_path: Path) -> None:
     path = tmp_path / "hangar.toml"
-    path.write_text('[serve]\nport = "eighty"\n')
-    with pytest.raises(InputError, match="field 'serve.port'"):
+    path.write_text('[model]\nid = "m"\n[target.local]\nport = "eighty"\n')
+    with pytest.raises(InputError, match="field 'target.local.port'"):
         resolve_target(str(path))
+
+
+def test_serve_host_port_keys_are_refused_as_the_schema_does(tmp_path: Path) -> None:
+    """docs/eval.md once documented [serve] host/port: the schema rejects them, so does eval."""
+    path = tmp_path / "hangar.toml"
+    path.write_text('[model]\nid = "m"\n[serve]\nport = 9001\n')
+    with pytest.raises(InputError, match="serve.port"):
+        resolve_target(str(path))
+
+
+def test_slurm_deployment_file_points_at_the_run_id(tmp_path: Path) -> None:
+    path = tmp_path / "hangar.toml"
+    path.write_text('[model]\nid = "m"\n[target]\nkind = "slurm"\n')
+    with pytest.raises(InputError, match="run id") as info:
+        resolve_target(str(path))
+    assert "hangar status" in info.value.one_line()
 
 
 def test_run_id_from_the_launch_table(hangar_home: Path) -> None:
@@ -71,6 +90,7 @@ def test_run_id_from_the_launch_table(hangar_home: Path) -> None:
     )
     conn.close()
     target = resolve_target("run-1", reasoning_parser="qwen3")
+    assert resolve_target("run-").run_id == "run-1"  # a unique prefix, as stop/logs take
     assert target.root_url == "http://127.0.0.1:8100" and target.run_id == "run-1"
     assert (target.tool_call_parser, target.reasoning_parser) == ("hermes", "qwen3")
     assert (

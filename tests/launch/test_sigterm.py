@@ -40,7 +40,10 @@ def marked_pids(run_id: str) -> list[int]:
 def hangar_json(*args: str) -> list[dict[str, object]]:
     out = subprocess.run(
         [sys.executable, "-m", "hangar", *args, "--json"],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     ).stdout
     rows: list[dict[str, object]] = json.loads(out)
     return rows
@@ -65,7 +68,10 @@ def test_sigterm_during_readiness_wait_stops_the_server(
     env = {**os.environ, "FAKE_VLLM_MODE": "slow", "FAKE_VLLM_DELAY": "120"}
     launch = subprocess.Popen(
         [sys.executable, "-m", "hangar", "launch", str(file)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         run_id = wait_for_starting_run(launch)

@@ -2,12 +2,11 @@
 
 TARGET is one of:
 * a base URL (``http://host:port`` or ``http://host:port/v1``);
-* a deployment file (``hangar.toml``). Keys read, all optional, all under ``[serve]``:
-  ``host`` (0.0.0.0/:: mean 127.0.0.1), ``port`` (default 8000), ``tool_call_parser``,
-  ``reasoning_parser``, ``model``, ``args`` (list of extra vLLM flags), ``env`` (table),
-  ``log`` (path of the server log); plus ``[model] id`` as a fallback for the model;
-* a run id written by ``hangar launch`` into the store's ``runs`` table
-  (columns ``id, base_url, log_path, deployment_json``).
+* a local deployment file (``hangar.toml``), read through the deployment schema: the
+  address from ``[target.local] host/port`` (0.0.0.0/:: mean 127.0.0.1), the model name
+  from ``[model] served_name`` (else ``id``), parsers from ``[serve]``; a Slurm deployment
+  is reached through its run id (its node is known only once it runs);
+* a run id (or a unique prefix of one) written by ``hangar launch`` into the store.
 
 The API key is never stored: it comes from ``--api-key``, ``HANGAR_API_KEY`` or
 ``OPENAI_API_KEY`` and lives only in a ``SecretStr``.
@@ -18,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,11 +25,6 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from hangar.errors import InputError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 _URL = re.compile(r"^https?://", re.IGNORECASE)
 _WILDCARD_HOSTS = {"0.0.0.0", "::", "[::]", ""}
@@ -112,34 +105,39 @@ def _resolve_base(spec: str, db_path: Path | None) -> Target:
 
 
 def target_from_deployment_file(path: Path) -> Target:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
+    """The server a local deployment file declares: [target.local] host/port and the name
+    clients use ([model] served_name, else id), read through the deployment schema."""
+    from hangar.deploy.io import load_deployment
+    from hangar.planning.serve import options_for, serve_flags
+
+    if not path.exists():
         raise InputError(
             "deployment file not found",
             source=str(path),
             hint="pass a base URL, a run id or an existing hangar.toml",
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML ({exc})", source=str(path)) from exc
-    serve = _table(data.get("serve"), path, "serve")
-    host = str(serve.get("host", "127.0.0.1"))
-    host = "127.0.0.1" if host in _WILDCARD_HOSTS else host
-    port = serve.get("port", 8000)
-    if not isinstance(port, int):
-        raise InputError("must be an integer", source=str(path), field="serve.port")
-    log = serve.get("log")
+        )
+    d = load_deployment(path)
+    if d.target.kind != "local":
+        # A Slurm (or container) server's address is known only once it runs: its node
+        # and port are recorded with the run, so it is reached through the run id.
+        raise InputError(
+            f"a {d.target.kind} deployment is reached through its run id, not its file",
+            source=str(path),
+            field="target.kind",
+            hint="hangar status   (then hangar eval RUN_ID)",
+        )
+    local = d.target.local
+    host = "127.0.0.1" if local.host in _WILDCARD_HOSTS else local.host
+    host = f"[{host}]" if ":" in host else host
     return Target(
         spec=str(path),
-        root_url=f"http://{host}:{port}",
+        root_url=f"http://{host}:{local.port}",
         deployment_file=str(path),
-        log_path=Path(str(log)) if log else None,
-        model=_str_or_none(serve.get("model"))
-        or _str_or_none(_table(data.get("model"), path, "model").get("id")),
-        tool_call_parser=_str_or_none(serve.get("tool_call_parser")),
-        reasoning_parser=_str_or_none(serve.get("reasoning_parser")),
-        flags=[str(arg) for arg in serve.get("args", []) if isinstance(arg, (str, int, float))],
-        env={str(k): str(v) for k, v in _table(serve.get("env"), path, "serve.env").items()},
+        model=d.model.name_for_clients,
+        tool_call_parser=d.serve.tool_call_parser,
+        reasoning_parser=d.serve.reasoning_parser,
+        flags=list(serve_flags(options_for(d))),
+        env=dict(d.env),
     )
 
 
@@ -249,14 +247,6 @@ def _json_object(text: Any) -> dict[str, Any]:
     except (TypeError, json.JSONDecodeError):
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _table(value: Any, path: Path, name: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InputError("must be a table", source=str(path), field=name)
-    return value
 
 
 def _str_or_none(value: Any) -> str | None:
