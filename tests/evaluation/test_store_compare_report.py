@@ -65,7 +65,7 @@ def test_compare_refuses_different_conditions_unless_forced(fake: FakeServer) ->
 
 def test_report_is_self_contained(fake: FakeServer, tmp_path: Path) -> None:
     html = render_html([measure(fake.url), measure(fake.url, output_len=6)])
-    assert html.count("<svg") >= 6  # throughput x2, TTFT, TPOT, one latency CDF per run
+    assert html.count("<svg") >= 7  # throughput x2, TTFT, TPOT, ITL, one latency CDF per run
     assert (
         "<script" not in html
         and "<link" not in html
@@ -73,3 +73,28 @@ def test_report_is_self_contained(fake: FakeServer, tmp_path: Path) -> None:
     )
     assert "Conditions differ" in html and "prompt.output_len" in html
     assert "concurrency 2" in html
+
+
+def _inside_plot_area(chart: str) -> bool:
+    """Every data point (marker) of a matplotlib SVG chart lies inside its plotting area."""
+    area = re.search(r'id="[\w-]+-plot-area">\s*<path d="([^"]+)"', chart)
+    assert area is not None
+    xs = [float(v) for v in re.findall(r"([\d.]+) [\d.]+", area.group(1))]
+    ys = [float(v) for v in re.findall(r"[\d.]+ ([\d.]+)", area.group(1))]
+    marks = re.findall(r'<use xlink:href="#m\w+" x="([\d.-]+)" y="([\d.-]+)"', chart)
+    assert marks, "no data point drawn"
+    return all(
+        min(xs) <= float(x) <= max(xs) and min(ys) <= float(y) <= max(ys) for x, y in marks
+    )
+
+
+def test_report_axes_cover_the_data_and_print_no_none(fake: FakeServer) -> None:
+    """The old hand-drawn charts stopped the y-axis below the data and printed 'model None'."""
+    from hangar.evaluation.report import perf_charts
+
+    results = [measure(fake.url), measure(fake.url, output_len=6)]
+    html = render_html(results)
+    assert ">None<" not in html and "model None" not in html
+    charts = perf_charts(results)
+    assert len(charts) == 7
+    assert all(_inside_plot_area(chart) for chart in charts)

@@ -1,5 +1,8 @@
 """``hangar report``: one self-contained HTML file (inline CSS and SVG, no scripts).
 
+The charts are matplotlib's (``evaluation/charts.py``, shared with ``hangar ui``), so the
+axes always cover the data.
+
 Sections: what was measured (snapshot) per run, functional suite results,
 perf charts (throughput, TTFT and TPOT vs load, latency distributions) and,
 with several runs, the comparison of each run against the first.
@@ -11,9 +14,10 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import Any
 
+from hangar.deploy.schema import MASK, is_secret_name
+from hangar.evaluation.charts import Series, cdf, line_chart
 from hangar.evaluation.compare import Comparison, compare
 from hangar.evaluation.results import EvalResult, PerfPoint
-from hangar.evaluation.svg import Series, cdf, line_chart
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}
@@ -21,8 +25,8 @@ h1{font-size:22px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid #ddd
 table{border-collapse:collapse;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f4f4f4}.pass{color:#176f2c;font-weight:600}.fail{color:#b3261e;font-weight:600}
 .skipped,.not{color:#777}.warn{background:#fff3cd;border:1px solid #e0c36a;padding:8px;margin:8px 0}
-svg{font:11px system-ui,sans-serif;margin:6px 12px 6px 0}svg .t{font-size:13px;font-weight:600}
-svg .ax{stroke:#444}svg .grid{stroke:#eee}.charts{display:flex;flex-wrap:wrap}.better{color:#176f2c}.worse{color:#b3261e}
+figure.chart{margin:6px 12px 6px 0}figure.chart svg{max-width:100%;height:auto}
+.charts{display:flex;flex-wrap:wrap}.better{color:#176f2c}.worse{color:#b3261e}
 code{font-size:12px}
 """
 
@@ -68,16 +72,26 @@ def _snapshots(results: Sequence[EvalResult]) -> str:
             ),
         ),
         ("flags", lambda r: " ".join(r.snapshot.flags) or "-"),
-        ("env", lambda r: " ".join(f"{k}={v}" for k, v in r.snapshot.env.items()) or "-"),
+        ("env", lambda r: env_text(r.snapshot.env)),
         ("GPUs", lambda r: ", ".join(r.snapshot.gpus) or "-"),
         ("workarounds", lambda r: ", ".join(r.snapshot.workarounds) or "-"),
         ("prompts", _prompt_text),
     ]
     rows = [
-        [escape(name)] + [f"<code>{escape(str(get(r)))}</code>" for r in results]
+        [escape(name)] + [f"<code>{escape(shown(get(r)))}</code>" for r in results]
         for name, get in fields
     ]
     return "<h2>What was measured</h2>" + _table(["", *(escape(r.id) for r in results)], rows)
+
+
+def shown(value: Any) -> str:
+    """A snapshot value as text: unknown (None) or empty is '-', never 'None'."""
+    return "-" if value is None or value == "" else str(value)
+
+
+def env_text(env: dict[str, str]) -> str:
+    """``K=V`` pairs with the values of secret-looking names masked."""
+    return " ".join(f"{k}={MASK if is_secret_name(k) else v}" for k, v in env.items()) or "-"
 
 
 def _prompt_text(result: EvalResult) -> str:
@@ -124,60 +138,55 @@ def _perf(results: Sequence[EvalResult]) -> str:
     measured = [r for r in results if _points(r)]
     if not measured:
         return "<h2>Performance</h2><p>No perf suite in these runs.</p>"
+    return (
+        '<h2>Performance</h2><div class="charts">'
+        + "\n".join(perf_charts(measured))
+        + "</div>"
+        + "\n".join(perf_table(r) for r in measured)
+    )
+
+
+def perf_charts(results: Sequence[EvalResult]) -> list[str]:
+    """Throughput, TTFT, TPOT and ITL vs load, then one latency CDF per run (inline SVG)."""
+    measured = [r for r in results if _points(r)]
+    if not measured:
+        return []
     rate_mode = _points(measured[0])[0].concurrency is None
     x_label = "request rate (req/s)" if rate_mode else "concurrency"
 
     def series(get: Callable[[PerfPoint], float], suffix: str = "") -> list[Series]:
         return [(r.id[-9:] + suffix, [(_x(p), get(p)) for p in _points(r)]) for r in measured]
 
+    def vs_load(title: str, unit: str, get: Callable[[PerfPoint], Any]) -> str:
+        if unit == "ms":
+            lines = series(lambda p: get(p).mean, " mean") + series(lambda p: get(p).p99, " p99")
+        else:
+            lines = series(get)
+        return line_chart(title, x_label, unit, lines, log_x=not rate_mode)
+
     charts = [
-        line_chart(
-            "Output throughput",
-            x_label,
-            "tokens/s",
-            series(lambda p: p.output_tokens_per_s),
-            log_x=not rate_mode,
-        ),
-        line_chart(
-            "Request throughput",
-            x_label,
-            "requests/s",
-            series(lambda p: p.requests_per_s),
-            log_x=not rate_mode,
-        ),
-        line_chart(
-            "TTFT",
-            x_label,
-            "ms",
-            series(lambda p: p.ttft_ms.mean, " mean") + series(lambda p: p.ttft_ms.p99, " p99"),
-            log_x=not rate_mode,
-        ),
-        line_chart(
-            "TPOT",
-            x_label,
-            "ms",
-            series(lambda p: p.tpot_ms.mean, " mean") + series(lambda p: p.tpot_ms.p99, " p99"),
-            log_x=not rate_mode,
-        ),
+        vs_load("Output throughput", "tokens/s", lambda p: p.output_tokens_per_s),
+        vs_load("Request throughput", "requests/s", lambda p: p.requests_per_s),
+        vs_load("TTFT", "ms", lambda p: p.ttft_ms),
+        vs_load("TPOT", "ms", lambda p: p.tpot_ms),
+        vs_load("ITL", "ms", lambda p: p.itl_ms),
     ]
-    for r in measured:
-        dist = [
-            (p.label, cdf(p.samples.get("e2e_ms", [])))
-            for p in _points(r)
-            if p.samples.get("e2e_ms")
-        ]
-        charts.append(
-            line_chart(f"E2E latency CDF, {r.id[-9:]}", "ms", "fraction of requests", dist)
-        )
-    return (
-        '<h2>Performance</h2><div class="charts">'
-        + "\n".join(charts)
-        + "</div>"
-        + "\n".join(_perf_table(r) for r in measured)
+    return charts + [_latency_cdf(r) for r in measured]
+
+
+def _latency_cdf(result: EvalResult) -> str:
+    dist = [
+        (p.label, cdf(p.samples.get("e2e_ms", [])))
+        for p in _points(result)
+        if p.samples.get("e2e_ms")
+    ]
+    return line_chart(
+        f"E2E latency CDF, {result.id[-9:]}", "ms", "fraction of requests", dist,
+        y_from_zero=False,
     )
 
 
-def _perf_table(result: EvalResult) -> str:
+def perf_table(result: EvalResult) -> str:
     rows = [
         [
             escape(p.label),
