@@ -36,6 +36,8 @@ class Behaviour:
     slow_s: float = 5.0
     requests: list[str] = field(default_factory=list)
     authorization: set[str] = field(default_factory=set)
+    # path -> a JSON body answered with 200 instead of the normal reply (hostile shapes)
+    replies: dict[str, Any] = field(default_factory=dict)
 
 
 class Vocab:
@@ -152,7 +154,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.behaviour.requests.append(f"GET {self.path}")
         self.server.behaviour.authorization.add(self.headers.get("Authorization", ""))
-        if self.path == "/v1/models":
+        if self.path in self.server.behaviour.replies:
+            self._json(200, self.server.behaviour.replies[self.path])
+        elif self.path == "/v1/models":
             self._json(
                 200,
                 {
@@ -184,6 +188,8 @@ class Handler(BaseHTTPRequestHandler):
                     }
                 },
             )
+        if self.path in b.replies:
+            return self._json(200, b.replies[self.path])
         route = {
             "/tokenize": self._tokenize,
             "/detokenize": self._detokenize,

@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import openai
+import pydantic
 
 from hangar.evaluation.target import Target
 
@@ -86,6 +87,43 @@ def describe(exc: BaseException, timeout: float) -> ServerError:
     return ServerError(f"{type(exc).__name__}: {_one_line(str(exc))}")
 
 
+def validated(reply: T) -> T:
+    """``reply`` checked against the SDK's own schema.
+
+    The SDK builds its response objects without validation (``construct``), so a server
+    answering ``{"choices": "nope"}`` would surface later as an AttributeError deep in a
+    suite; checking here turns every wrong shape into one "malformed response" line.
+    """
+    if not isinstance(reply, pydantic.BaseModel):  # the SDK passes a non-object body through
+        raise ServerError(
+            f"malformed response: expected a JSON object, got {type(reply).__name__}"
+            f" {_one_line(repr(reply))[:80]}"
+        )
+    try:
+        type(reply).model_validate(reply.model_dump(warnings=False))
+    except pydantic.ValidationError as exc:
+        wrong = [e for e in exc.errors() if not _tolerated(e)]
+        if wrong:
+            where = ".".join(str(part) for part in wrong[0]["loc"]) or "body"
+            got = _one_line(repr(wrong[0].get("input")))[:80]
+            raise ServerError(f"malformed response: {where}: {wrong[0]['msg']} (got {got})") from exc
+    return reply
+
+
+# Top-level bookkeeping no check reads; proxies and small servers often omit or null them.
+_METADATA = frozenset({"id", "created", "object", "model", "system_fingerprint"})
+
+
+def _tolerated(error: Any) -> bool:
+    """Bookkeeping fields, and a null finish_reason: the SDK parses streamed completion
+    chunks with the non-streamed ``Completion`` type, whose finish_reason is required,
+    while every chunk before the last carries ``null`` (vLLM, the OpenAI API)."""
+    loc = error["loc"]
+    if len(loc) == 1 and loc[0] in _METADATA:
+        return True
+    return bool(loc) and loc[-1] == "finish_reason" and error.get("input") is None
+
+
 def _is_httpx(exc: BaseException, base: str) -> bool:
     """An httpx (openai<3) or httpx2 (openai 3) ``base`` error raised reading a raw stream.
 
@@ -132,27 +170,31 @@ class Server:
     async def close(self) -> None:
         await self.client.close()
 
-    async def call(self, awaitable: Any) -> Any:
-        """Await an SDK call; any failure becomes a :class:`ServerError`."""
+    async def call(self, awaitable: Any, *, raw: bool = False) -> Any:
+        """Await an SDK call; any failure, a malformed reply included, is a :class:`ServerError`.
+
+        ``raw``: the reply is plain JSON (``cast_to=object``) that the caller checks itself.
+        """
         try:
-            return await asyncio.wait_for(awaitable, self.timeout)
+            reply = await asyncio.wait_for(awaitable, self.timeout)
+            return reply if raw else validated(reply)
         except Exception as exc:
             raise describe(exc, self.timeout) from exc
 
     async def get_json(self, path: str) -> Any:
         """GET a path relative to the server root (``/version``, ``/v1/models``)."""
         url = f"{self.target.root_url}{path}"
-        return await self.call(self.client.get(url, cast_to=object))
+        return await self.call(self.client.get(url, cast_to=object), raw=True)
 
     async def post_json(self, path: str, body: dict[str, Any]) -> Any:
         url = f"{self.target.root_url}{path}"
-        return await self.call(self.client.post(url, cast_to=object, body=body))
+        return await self.call(self.client.post(url, cast_to=object, body=body), raw=True)
 
     async def collect_stream(self, stream_call: Any) -> list[Any]:
         """Open a stream and read all chunks, under one overall timeout."""
 
         async def read() -> list[Any]:
             stream = await stream_call
-            return [chunk async for chunk in stream]
+            return [validated(chunk) async for chunk in stream]
 
-        return list(await self.call(read()))
+        return list(await self.call(read(), raw=True))  # each chunk validated as read

@@ -117,12 +117,29 @@ class ServerTokenizer:
 
     async def encode(self, text: str) -> list[int]:
         body = {"model": self._model, "prompt": text, "add_special_tokens": False}
-        reply = await self._server.post_json("/tokenize", body)
-        return [int(t) for t in reply["tokens"]]
+        tokens = _field(await self._server.post_json("/tokenize", body), "/tokenize", "tokens")
+        if not isinstance(tokens, list) or not all(_is_token_id(t) for t in tokens):
+            raise ServerError("malformed /tokenize reply: 'tokens' is not a list of token ids")
+        return list(tokens)
 
     async def decode(self, ids: list[int]) -> str:
-        reply = await self._server.post_json("/detokenize", {"model": self._model, "tokens": ids})
-        return str(reply["prompt"])
+        body = {"model": self._model, "tokens": ids}
+        text = _field(await self._server.post_json("/detokenize", body), "/detokenize", "prompt")
+        if not isinstance(text, str):
+            raise ServerError("malformed /detokenize reply: 'prompt' is not a string")
+        return text
+
+
+def _field(reply: object, endpoint: str, key: str) -> object:
+    """``reply[key]`` of vLLM's TokenizeResponse / DetokenizeResponse
+    (vllm/entrypoints/openai/protocol.py); another JSON shape is a ServerError."""
+    if not isinstance(reply, dict) or key not in reply:
+        raise ServerError(f"malformed {endpoint} reply: no '{key}' field (not vLLM's shape)")
+    return reply[key]
+
+
+def _is_token_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class ApproximateTokenizer:
@@ -153,9 +170,9 @@ async def pick_tokenizer(server: Server, model: str, model_root: str | None) -> 
     if local is not None:
         return local
     probe = ServerTokenizer(server, model)
-    try:
-        await probe.encode("hello world")
-    except (ServerError, KeyError, TypeError, ValueError):
+    try:  # both directions: servers and proxies that answer /tokenize may not /detokenize
+        await probe.decode(await probe.encode("hello world"))
+    except ServerError:
         return ApproximateTokenizer()
     return probe
 
