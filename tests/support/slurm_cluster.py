@@ -671,12 +671,16 @@ class SlurmCluster:
         # environment (--export=NONE) still finds slurm.conf as on a real node. /var/tmp is
         # the node's own (NODE_LOCAL_TMP): jobs' private temp dirs go on node-local storage,
         # as on a real cluster, while /tmp (run dirs, job_dir) stays shared like a home.
+        # /dev/shm is the node's own too: vLLM decides which ranks share a node by opening
+        # each other's shared memory (parallel_state.in_the_same_node_as), so a shared
+        # /dev/shm makes two nodes look like one and its message queue waits forever.
         local = self.scratch / "local" / node.name
         local.mkdir(parents=True, exist_ok=True)
         local.chmod(0o1777)
         boot = (
             'hostname "$1" && mount --bind "$2" /etc/hosts && mkdir -p /etc/slurm '
-            '&& mount --bind "$3" /etc/slurm && mount --bind "$4" /var/tmp && shift 4 '
+            '&& mount --bind "$3" /etc/slurm && mount --bind "$4" /var/tmp '
+            "&& mount -t tmpfs -o size=4g,mode=1777 hangar-shm /dev/shm && shift 4 "
             '&& exec "$@"'
         )
         self._spawn(
