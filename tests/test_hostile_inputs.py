@@ -471,3 +471,38 @@ def test_malformed_eval_url_is_one_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 1 and "not a valid server URL" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+# ------------------------------------------------------------------ terminal escapes (issue 13)
+
+ESC_ARCH = "Llama\x1b]0;owned\x07\x1b[2J\u202eForCausalLM"
+
+
+def test_escape_sequences_from_config_json_are_shown_not_sent(tmp_path: Path) -> None:
+    """An architecture name holding ESC sequences reached the terminal raw (plan, models
+    show, and an error line quoting it)."""
+    folder = model_dir(tmp_path, json.dumps({**LLAMA, "architectures": [ESC_ARCH]}))
+    for command in (["plan", str(folder), "--gpu", "H100"], ["models", "show", str(folder)]):
+        proc = hangar(*command)
+        assert proc.returncode == 0, proc.stderr
+        assert "\x1b" not in proc.stdout and "\u202e" not in proc.stdout
+        assert "\\x1b" in proc.stdout or "\\\\x1b" in proc.stdout, proc.stdout
+    bad = model_dir(tmp_path, json.dumps({**LLAMA, "hidden_size": "\x1b[2J"}), "bad")
+    proc = hangar("plan", str(bad), "--gpu", "H100")
+    assert proc.returncode == 1 and "\x1b" not in proc.stderr and "\\x1b" in proc.stderr
+
+
+def test_escape_sequences_in_server_model_ids_are_shown_not_sent() -> None:
+    """A /v1/models id from the server was printed raw by hangar eval."""
+    sys.path.insert(0, str(Path(__file__).parent / "evaluation"))
+    from fake_server import FakeServer
+
+    server = FakeServer().start()
+    try:
+        server.behaviour.replies["/v1/models"] = {"object": "list", "data": [{"id": ESC_ARCH}]}
+        proc = hangar("eval", server.url, "--suite", "smoke")
+    finally:
+        server.stop()
+    assert proc.returncode == 1, proc.stderr
+    assert "\x1b" not in proc.stdout + proc.stderr and "\u202e" not in proc.stdout
+    assert "\\x1b" in proc.stdout

@@ -29,8 +29,9 @@ def compare(a: str, b: str, force: bool, as_json: bool) -> int:
 
 
 def render_comparison(console: Any, comparison: Any) -> None:
-    from rich.markup import escape
     from rich.table import Table
+
+    from hangar.cli.terminal import escape
 
     if comparison.conditions_differ:
         console.print(

@@ -80,7 +80,8 @@ def _print_json(diagnosis: Diagnosis, guess: Any) -> None:
 
 def _print_text(diagnosis: Diagnosis, guess: Any) -> None:
     from rich.console import Console
-    from rich.markup import escape
+
+    from hangar.cli.terminal import escape
 
     console = Console(highlight=False, soft_wrap=True)
     scanned = f"{diagnosis.lines_scanned:,} lines in {len(diagnosis.files)} file(s)"

@@ -226,9 +226,13 @@ def _render(result: Any, comparison: Any, as_json: bool) -> None:
 def render_result(console: Any, result: Any) -> None:
     from rich.table import Table
 
+    from hangar.cli.terminal import escape
+
+    # The model id, version and check details come from the server: escaped for the terminal.
     console.print(
-        f"[bold]{result.id}[/]  target {result.target}  model {result.snapshot.model or '?'}  "
-        f"vLLM {result.snapshot.engine_version or '?'}"
+        f"[bold]{result.id}[/]  target {escape(result.target)}  "
+        f"model {escape(result.snapshot.model or '?')}  "
+        f"vLLM {escape(result.snapshot.engine_version or '?')}"
     )
     table = Table("suite", "status", "check", "detail", show_lines=False)
     for name, suite in result.suites.items():
@@ -236,8 +240,8 @@ def render_result(console: Any, result: Any) -> None:
             table.add_row(
                 name if i == 0 else "",
                 _styled(suite.status) if i == 0 else "",
-                f"{_styled(check.status)} {check.name}",
-                check.detail,
+                f"{_styled(check.status)} {escape(check.name)}",
+                escape(check.detail),
             )
     console.print(table)
     perf = result.suites.get("perf")

@@ -100,7 +100,10 @@ def _debug_requested(argv: list[str]) -> bool:
 
 
 def _report(message: str) -> None:
-    click.echo(f"hangar: error: {message}", err=True)
+    from hangar.cli.terminal import printable
+
+    # Messages quote values from files and servers: shown, never interpreted, by the terminal.
+    click.echo(f"hangar: error: {printable(message, one_line=True)}", err=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,8 +33,9 @@ def list_models(as_json: bool) -> int:
         click.echo(json.dumps(rows, indent=2))
         return 0
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
+
+    from hangar.cli.terminal import escape
 
     table = Table(title=f"{len(rows)} models in the embedded catalog")
     for col in ("model", "params", "max len", "features"):
@@ -59,7 +60,8 @@ def show(model: str, as_json: bool) -> int:
         click.echo(json.dumps(data, indent=2))
         return 0
     from rich.console import Console
-    from rich.markup import escape
+
+    from hangar.cli.terminal import escape
 
     console = Console()
     # escape: a directory named like rich markup ("[/]") is text (it crashed the render).

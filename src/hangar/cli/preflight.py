@@ -46,7 +46,8 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 def render_findings(findings: Sequence[Any]) -> None:
     """One block per finding: severity and id, message, then evidence and fix indented."""
     from rich.console import Console
-    from rich.markup import escape
+
+    from hangar.cli.terminal import escape
 
     console = Console(highlight=False)
     for f in findings:

@@ -1,8 +1,9 @@
 """Rich rendering of a Plan for people.
 
-Every value from the model, the flags or a rule message goes through ``escape``: a
-model directory or a flag value holding ``[/]`` or ``[red]`` is text, not rich markup
-(it crashed the render, or silently dropped from the printed launch command).
+Every value from the model, the flags or a rule message goes through ``escape``
+(hangar.cli.terminal): a model directory or a flag value holding ``[/]`` or ``[red]`` is
+text, not rich markup (it crashed the render, or silently dropped from the printed
+launch command), and an escape sequence in a config.json is shown, not executed.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 import shlex
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from hangar.cli.terminal import escape
 from hangar.planning.plan import LayoutPlan, Plan, recommendation_reason
 
 GIB = 2**30

@@ -33,10 +33,11 @@ def status(show_all: bool, as_json: bool) -> None:
         click.echo(
             "no live runs" + ("" if show_all else "   (hangar status --all lists ended ones)")
         )
+    from hangar.cli.terminal import printable
+
     for s in states:
         r = s.run
         age = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started_at))
         extra = f"  {r.error}" if r.error and not s.alive else ""
-        click.echo(
-            f"{r.id}  {r.status:8} {r.label:30} {r.base_url:24} {age}  vLLM {r.vllm_version}{extra}"
-        )
+        line = f"{r.id}  {r.status:8} {r.label:30} {r.base_url:24} {age}  vLLM {r.vllm_version}"
+        click.echo(printable(line + extra, one_line=True))  # the label is the model's id

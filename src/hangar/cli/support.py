@@ -30,8 +30,9 @@ def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
         click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
         return
     from rich.console import Console
-    from rich.markup import escape
     from rich.table import Table
+
+    from hangar.cli.terminal import escape
 
     con = Console()
     parsers = ", ".join(f"{k}={v}" for k, v in report.recommended_parsers.items()) or "none named"
