@@ -57,6 +57,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "eval": ("hangar.cli.eval", "eval", "Smoke, feature and performance checks of a server."),
     "compare": ("hangar.cli.compare", "compare", "Compare two eval runs metric by metric."),
     "report": ("hangar.cli.report", "report", "Write a self-contained HTML report of eval runs."),
+    "ui": ("hangar.cli.ui", "ui", "Serve the web dashboard of engines, runs, evals and plans."),
     "models": ("hangar.cli.models", "models", "List and show the embedded model catalog."),
     "gpus": ("hangar.cli.gpus", "gpus", "List the GPU profiles Hangar knows."),
 }
