@@ -16,24 +16,9 @@ from pydantic import BaseModel, ConfigDict
 from hangar.errors import InputError
 from hangar.store.db import connect
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS evals (
-    id TEXT PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    target TEXT NOT NULL,
-    run_id TEXT,
-    model TEXT,
-    status TEXT NOT NULL,
-    result_json TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS evals_run_id ON evals (run_id, created_at);
-"""
-
 
 def _open(db_path: Path | None) -> sqlite3.Connection:
-    conn = connect(db_path)
-    conn.executescript(_SCHEMA)
-    return conn
+    return connect(db_path)  # the evals table is created by the store's migrations
 
 
 class EvalRow(BaseModel):
