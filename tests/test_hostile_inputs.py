@@ -469,7 +469,7 @@ def test_malformed_eval_url_is_one_line(tmp_path: Path) -> None:
         [sys.executable, "-m", "hangar", "eval", "http://[::1"], capture_output=True, text=True,
         timeout=60, check=False, env={**os.environ, "HANGAR_HOME": str(tmp_path)},
     )
-    assert done.returncode == 1 and "not a valid server URL" in done.stderr
+    assert done.returncode == 2 and "not a valid server URL" in done.stderr
     assert "Traceback" not in done.stderr
 
 

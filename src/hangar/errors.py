@@ -1,15 +1,18 @@
-"""Hangar's exception tree.
+"""Hangar's exception tree and its exit codes.
 
 HangarError                 anything Hangar expects and can explain (exit 1)
+├── UsageError              options that cannot be combined, a value out of range (exit 2)
 ├── InputError              a file or value the user gave is wrong (names file, field, fix)
 │   ├── ModelNotFound       a model id that no source knows
-│   └── UnknownGpu          a GPU name that is not in the catalog
-├── DataError               a packaged data file is invalid (a bug in Hangar's data)
+│   └── BadValue            a malformed or unknown value, such as a URL (exit 2)
+│       └── UnknownGpu      a GPU name that is not in the catalog (exit 2)
+├── DataError               a packaged data file is invalid (a bug in Hangar's data, exit 3)
 ├── NoGpuDetected           no --gpu given and NVML finds no GPU
 └── CommandFailed           a subprocess exited non-zero (argv, code, stdout, stderr)
 
-Each error renders as one line; ``hint`` is the command or flag to try next.
-UsageError (exit 2) is raised for invalid option combinations.
+Each error renders as one line; ``hint`` is the command or flag to try next. The exit
+codes (hangar.cli.main, the README's table): 0 ok, 1 expected failure, 2 usage or input
+error, 3 internal error (a bug: rerun with --debug for the traceback), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -65,7 +68,13 @@ class ModelNotFound(InputError):
         self.model = model
 
 
-class UnknownGpu(InputError):
+class BadValue(InputError):
+    """A value that is malformed or names nothing known: a usage error, as click's (exit 2)."""
+
+    exit_code = 2
+
+
+class UnknownGpu(BadValue):
     def __init__(self, name: str, known: Sequence[str]) -> None:
         super().__init__(
             f"unknown GPU '{name}'",

@@ -15,6 +15,12 @@ from typing import Any
 import click
 
 from hangar.cli.options import hardware_options
+from hangar.cli.terminal import printable
+from hangar.errors import BadValue
+
+
+class InvalidLayout(BadValue):
+    """The layout given to init is one vLLM refuses at startup (a usage error, exit 2)."""
 
 
 def _interactive(no_input: bool) -> bool:
@@ -183,9 +189,43 @@ def init(output: Path, force: bool, no_input: bool, schema: bool, **values: Any)
             "no model given", hint="hangar init --model ORG/NAME (or run it in a terminal)"
         )
     answers = Answers(**{k: v for k, v in values.items() if v is not None})
-    proposal = propose(build_deployment(answers), keep_layout=values["tp"] is not None)
+    deployment = build_deployment(answers)
+    keep_layout = values["tp"] is not None or values["pp"] is not None
+    warning = _check_with_plan(deployment, keep_layout)
+    proposal = propose(deployment, keep_layout=keep_layout)
     write_deployment(proposal.deployment, output)
+    if warning:
+        click.echo(f"warning: {printable(warning, one_line=True)}", err=True)
     click.echo(
-        f"{proposal.note}\nwrote {output}; next: hangar preflight {shlex.quote(str(output))}"
+        f"{printable(proposal.note)}\nwrote {output}; next: hangar preflight {shlex.quote(str(output))}"
     )
     return 0
+
+
+def _check_with_plan(d: Any, keep_layout: bool) -> str | None:
+    """What `hangar preflight` would refuse, checked before anything is written.
+
+    An unknown GPU kind (UnknownGpu, exit 2) or a layout vLLM rejects (the rule's own
+    message, exit 2) stops init; a model no source knows here only warns, since the
+    launch host may reach the hub or hold the model in its cache.
+    """
+    from hangar.errors import ModelNotFound
+    from hangar.hardware.catalog import lookup
+    from hangar.planning.deployment import plan_for
+
+    if d.resources.gpu is None:
+        return None
+    lookup(d.resources.gpu)
+    try:
+        result = plan_for(d, with_layout=keep_layout)
+    except ModelNotFound as exc:
+        return f"{exc.message}; the file names it anyway (check the id: hangar models list)"
+    layout = result.layouts[0] if keep_layout and result.layouts else None
+    if layout is not None and not layout.valid:
+        first = next(f for f in layout.findings if f.severity == "error")
+        raise InvalidLayout(
+            f"tp={layout.tp} pp={layout.pp} is rejected by vLLM: {first.message}",
+            field="--tp/--pp",
+            hint=first.fix or "drop --tp/--pp to take the plan's recommendation",
+        )
+    return None

@@ -2,7 +2,8 @@
 
 Subcommands are registered in one literal dict and imported only when used, so
 ``hangar --help`` stays fast (no pydantic, rich or huggingface_hub import).
-Exit codes: 0 ok, 1 expected failure (HangarError), 2 usage error, 3 bug or bad
+Exit codes (also in `hangar --help`): 0 ok, 1 expected failure (HangarError), 2 usage
+error (UsageError, BadValue, click), 3 bug or bad
 packaged data, 130 interrupted.
 """
 
@@ -86,7 +87,19 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_CODES = (
+    "Exit codes: 0 ok; 1 an expected failure (a check failed, a cause was found, a file "
+    "or run Hangar cannot use); 2 a usage error (a bad option or value: an unknown GPU, "
+    "a malformed URL, a layout vLLM refuses); 3 an internal error, a bug in Hangar "
+    "(rerun with --debug for the traceback and report it); 130 interrupted."
+)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=EXIT_CODES,
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.version_option(package_name="hangar", prog_name="hangar")
 @click.pass_context

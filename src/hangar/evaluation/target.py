@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from hangar.errors import InputError
+from hangar.errors import BadValue, InputError
 
 _URL = re.compile(r"^https?://", re.IGNORECASE)
 _WILDCARD_HOSTS = {"0.0.0.0", "::", "[::]", ""}
@@ -69,8 +69,11 @@ def normalize_url(url: str) -> str:
     except ValueError:
         valid = False
     if not valid:
-        raise InputError(f"not a valid server URL: {url!r}", field="TARGET",
-                         hint="hangar eval http://127.0.0.1:8000")
+        raise BadValue(
+            f"not a valid server URL: {url!r}",
+            field="TARGET",
+            hint="hangar eval http://127.0.0.1:8000",
+        )
     return root.removesuffix("/v1")
 
 
