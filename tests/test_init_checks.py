@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from tests.launch.conftest import make_fake_engine
 
 from hangar.cli.main import main
-from tests.launch.conftest import make_fake_engine
 
 LLAMA = {
     "architectures": ["LlamaForCausalLM"],
