@@ -27,6 +27,7 @@ from hangar.planning.multinode import MultiNode, multi_node
 from hangar.planning.request import PlanRequest
 from hangar.planning.rules import Finding, RuleSet, default_rules
 from hangar.planning.serve import ServeOptions, serve_command
+from hangar.planning.tables import table
 from hangar.planning.versions import parse_version
 
 GIB = 2**30
@@ -99,9 +100,8 @@ class Plan(BaseModel):
 
 
 def default_utilization(version: tuple[int, int, int]) -> float:
-    # CacheConfig.gpu_memory_utilization: 0.9 in 0.8.5 (config.py:1308) and 0.11 (config/cache.py:43),
-    # 0.92 in 0.20 (config/cache.py:66) and 0.33 (config/cache.py:215)
-    return 0.92 if version >= (0, 20, 0) else 0.9
+    """vLLM's default gpu_memory_utilization for this version (planning/data/tables.yaml)."""
+    return float(table("gpu_memory_utilization_default", version)[0])
 
 
 def batch_defaults(

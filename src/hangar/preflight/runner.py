@@ -13,11 +13,18 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from hangar.deploy.schema import Deployment, LocalTargetSection, SlurmTargetSection
+from hangar.deploy.schema import (
+    ContainerTargetSection,
+    Deployment,
+    LocalTargetSection,
+    SlurmTargetSection,
+)
 from hangar.errors import HangarError
 from hangar.hardware.spec import GpuSpec
 from hangar.paths import engine_cache_dir, runs_root
+from hangar.planning.plan import default_utilization
 from hangar.planning.serve import options_for, serve_flags
+from hangar.planning.versions import DEFAULT_VLLM_VERSION, parse_version
 from hangar.preflight import plan_bridge
 from hangar.preflight.checks import (
     CHECKS,
@@ -77,19 +84,42 @@ def lookup_gpu(name: str | None) -> GpuSpec | None:
         ) from exc
 
 
+def _default_util(engine: EngineFacts | None) -> float:
+    """vLLM's own default for the engine's version (the newest known when unknown)."""
+    try:
+        version = parse_version(engine.vllm_version or "") if engine else None
+    except ValueError:
+        version = None
+    return default_utilization(version or parse_version(DEFAULT_VLLM_VERSION))
+
+
 def bind_address(d: Deployment) -> tuple[str, int]:
     """Where the server will listen, as far as this host can tell."""
     if isinstance(d.target, LocalTargetSection):
         return d.target.local.host, d.target.local.port
+    if isinstance(d.target, ContainerTargetSection):
+        return d.target.container.host, d.target.container.port
     return d.target.slurm.host or "0.0.0.0", d.target.slurm.port
 
 
-def _slurm_findings(d: Deployment, engine: EngineFacts | None, env: dict[str, str]) -> list[Finding]:
+def _slurm_findings(
+    d: Deployment, engine: EngineFacts | None, env: dict[str, str]
+) -> list[Finding]:
     from hangar.preflight.slurm import probe_slurm, slurm_findings
 
     # Inside an allocation (SLURM_JOB_ID) a local launch is checked against it too.
     found: list[Finding] = slurm_findings(d, probe_slurm(d, env), engine, run_dir=runs_root())
     return found
+
+
+def _container_findings(
+    d: Deployment, env: dict[str, str]
+) -> tuple[EngineFacts | None, list[Finding]]:
+    from hangar.preflight.container import container_preflight
+
+    # The engine is the image: its facts come from its files, not an interpreter here.
+    assert isinstance(d.target, ContainerTargetSection)
+    return container_preflight(d, d.target.container, env)
 
 
 def probe_host(d: Deployment, engine: EngineFacts | None, env: Mapping[str, str]) -> HostFacts:
@@ -189,7 +219,8 @@ def preflight(
     started = time.perf_counter()
     environ = dict(os.environ if env is None else env)
     gpu = lookup_gpu(d.resources.gpu)
-    engine, findings = _engine_facts(d)
+    container = isinstance(d.target, ContainerTargetSection)
+    engine, findings = _container_findings(d, environ) if container else _engine_facts(d)
     host = probe_host(d, engine, environ)
     weights = probe_weights(d.model.id, {**environ, **d.env}, d.model.revision)
     bind_host, bind_port = bind_address(d)
@@ -200,7 +231,7 @@ def preflight(
         nodes=d.resources.nodes,
         tp=d.parallel.tensor,
         gpu=gpu,
-        gpu_memory_utilization=d.serve.gpu_memory_utilization,
+        gpu_memory_utilization=d.serve.gpu_memory_utilization or _default_util(engine),
         env=host.env,
         other_runs_util=dict(other_runs_util or {}),
         weights=weights,
