@@ -1,4 +1,5 @@
-"""``hangar clean``: run dirs, temp files, sockets and records of dead runs only."""
+"""``hangar clean``: run dirs, temp files, sockets, records and stopped containers of dead
+runs only."""
 
 from __future__ import annotations
 
@@ -16,6 +17,6 @@ def clean(dry_run: bool, logs: bool) -> None:
     items = clean_runs(open_store(), dry_run=dry_run, logs=logs)
     verb = "would remove" if dry_run else "removed"
     for item in items:
-        click.echo(f"{verb} {item.path}  ({item.why})")
+        click.echo(f"{verb} {item.what}  ({item.why})")
     if not items:
         click.echo("nothing to clean")

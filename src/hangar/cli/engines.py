@@ -94,6 +94,11 @@ def _echo_json(data: Any) -> None:
 @click.option(
     "--image", metavar="REF", help="register a container image, e.g. vllm/vllm-openai:v0.33.0"
 )
+@click.option(
+    "--runtime",
+    type=click.Choice(["podman", "docker", "apptainer"]),
+    help="with --image: the runtime that holds it (default podman)",
+)
 @click.option("--torch-backend", metavar="NAME", help="passed to uv, e.g. auto or cu128")
 @click.option("--index-url", metavar="URL", help="replace PyPI (e.g. a site mirror)")
 @click.option(
@@ -118,6 +123,7 @@ def add_command(
     spec: str | None,
     python_path: Path | None,
     image: str | None,
+    runtime: str | None,
     torch_backend: str | None,
     index_url: str | None,
     extra_index_urls: tuple[str, ...],
@@ -136,10 +142,12 @@ def add_command(
     chosen = [x for x in (vllm_version, nightly or None, spec, python_path, image) if x]
     if len(chosen) != 1:
         raise UsageError(f"give {_SOURCE_HELP}")
+    if runtime and not image:
+        raise UsageError("--runtime goes with --image")
     if python_path:
         engine = manage.add_python(name, python_path, notes=notes)
     elif image:
-        engine = manage.add_image(name, image, notes=notes)
+        engine = manage.add_image(name, image, notes=notes, runtime=runtime)  # type: ignore[arg-type]
     else:
         source = manage.source_for(
             vllm=vllm_version,
@@ -223,6 +231,7 @@ def _print_inspection(found: Any) -> None:
         ("serve flags", str(len(found.flags))),
         ("env vars", str(len(found.env_vars))),
         ("interpreter", found.python),
+        ("site-packages", ", ".join(found.site_packages)),
         ("cached", "yes" if found.cached else "no"),
     ]
     for key, value in rows:
@@ -234,7 +243,9 @@ def _print_inspection(found: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 @click.option("--no-cache", is_flag=True, help="Re-read the files even if a cached result exists.")
 def inspect_command(name: str, as_json: bool, no_cache: bool) -> None:
-    """What engine NAME can do, read from its files (never imports vLLM or torch)."""
+    """What engine NAME can do, read from its files (never imports vLLM or torch).
+
+    Image engines are read from the image's filesystem (never run), cached by image ID."""
     from hangar.engines import inventory, registry
 
     found = inventory.inspect_engine(registry.load().get(name), use_cache=not no_cache)

@@ -1,4 +1,5 @@
-"""``hangar stop``: stop exactly what a run's target started (process group, Slurm job)."""
+"""``hangar stop``: stop exactly what a run's target started (process group, Slurm job,
+container); ``--purge`` also removes a container run's image."""
 
 from __future__ import annotations
 
@@ -12,9 +13,21 @@ import click
     type=click.FloatRange(min=0),
     help="Seconds between SIGTERM and SIGKILL (default: the deployment's stop_grace_s).",
 )
-def stop(run: str | None, grace: float | None) -> None:
+@click.option(
+    "--purge",
+    is_flag=True,
+    help="Container runs: also remove the image (model images are ~10 GB; the runtime "
+    "keeps it while another container uses it).",
+)
+def stop(run: str | None, grace: float | None, purge: bool) -> None:
     """Stop RUN (id or prefix; default: the latest run). Only what Hangar started is signalled."""
     from hangar.launch.orchestrator import stop as stop_run
 
     record, stopped = stop_run(run, grace_s=grace)
     click.echo(f"run {record.id} stopped ({stopped.detail})")
+    if purge and record.target == "container" and record.handle:
+        from hangar.launch.targets.container import remove_image
+
+        click.echo(remove_image(record.handle))
+    elif purge:
+        click.echo(f"--purge: run {record.id} is a {record.target} run, it has no image")

@@ -331,9 +331,83 @@ class SlurmTargetSection(_Section):
         return self.slurm.stop_grace_s
 
 
+_SHM_SIZE = re.compile(r"\d+[bkmg]?", re.IGNORECASE)  # podman/docker --shm-size: number + unit
+
+
+class ContainerTarget(_Section):
+    """[target.container]: vLLM in a Podman, Docker or Apptainer container on this host.
+
+    What each field becomes on the runtime's command line: docs/containers.md.
+    """
+
+    runtime: Literal["podman", "docker", "apptainer"] = "podman"
+    image: str | None = Field(
+        None, description="image reference or a .sif path; default: the engine's image"
+    )
+    extra_args: tuple[str, ...] = Field((), description="more runtime flags, verbatim")
+    python: str = Field("python3", description="the interpreter inside the image")
+    host: str = Field("127.0.0.1", description="host address the port is published on")
+    port: StrictInt = Field(8000, ge=1, le=65535, description="host port (and vLLM's port)")
+    gpus: str | None = Field(
+        None, description='"all" or a device list "0,1"; default: all when resources.gpu is set'
+    )
+    ipc_host: StrictBool = Field(
+        True, description="--ipc=host: vLLM's workers share memory through /dev/shm"
+    )
+    shm_size: str | None = Field(None, description="--shm-size when ipc_host = false (e.g. 16g)")
+    nvccli: StrictBool = Field(False, description="apptainer --nvccli (with --nv)")
+    containall: StrictBool = Field(
+        False, description="apptainer --containall instead of --cleanenv (private /dev/shm too)"
+    )
+    pull: Literal["missing", "never"] = Field(
+        "missing", description="pull the image at launch when absent, or refuse"
+    )
+    ready_timeout_s: float = Field(900, gt=0, allow_inf_nan=False)
+    stop_grace_s: float = Field(30, ge=0, allow_inf_nan=False)
+
+    @field_validator("image", "python", "host", "gpus")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        return None if value is None else _no_control_chars(value)
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus(cls, value: str | None) -> str | None:
+        if value is not None and value != "all" and not re.fullmatch(r"\d+(,\d+)*", value):
+            raise ValueError(f"{value!r} is not 'all' or a device list like '0,1'")
+        return value
+
+    @field_validator("shm_size")
+    @classmethod
+    def _shm(cls, value: str | None) -> str | None:
+        return _one_of(_SHM_SIZE, "size (e.g. 16g)", value)
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_one_line(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for arg in value:
+            _no_control_chars(arg)
+        return value
+
+
+class ContainerTargetSection(_Section):
+    kind: Literal["container"] = "container"
+    container: ContainerTarget = Field(default_factory=lambda: ContainerTarget.model_validate({}))
+
+    @property
+    def port(self) -> int:
+        return self.container.port
+
+    @property
+    def stop_grace_s(self) -> float:
+        return self.container.stop_grace_s
+
+
 # One entry per implemented target kind; a kind not listed is refused by name.
-TARGET_KINDS = ("local", "slurm")
-Target = Annotated[LocalTargetSection | SlurmTargetSection, Field(discriminator="kind")]
+TARGET_KINDS = ("local", "slurm", "container")
+Target = Annotated[
+    LocalTargetSection | SlurmTargetSection | ContainerTargetSection, Field(discriminator="kind")
+]
 
 
 def _target_with_kind(value: Any) -> Any:
@@ -404,6 +478,11 @@ class Deployment(_Section):
             raise ValueError(
                 f"resources.nodes = {self.resources.nodes} needs target.slurm.multinode "
                 '= "ray" or "mp" (how the nodes form one vLLM engine)'
+            )
+        if isinstance(t, ContainerTargetSection) and self.resources.nodes > 1:
+            raise ValueError(
+                f'resources.nodes = {self.resources.nodes} with target.kind = "container": one '
+                'container runs on this host; use target.kind = "slurm"'
             )
         if isinstance(t, LocalTargetSection) and self.resources.nodes > 1:
             raise ValueError(

@@ -148,7 +148,13 @@ def engine_python(engine: Engine) -> Path:
 def inspect_engine(
     engine: Engine, *, use_cache: bool = True, host: DriverInfo | None = None
 ) -> Inspection:
-    """Inspect ``engine`` (cached per engine and installed vLLM build)."""
+    """Inspect ``engine`` (cached per engine and installed vLLM build, images by image ID)."""
+    if engine.kind == "image" and engine.image:
+        from hangar.engines.image import inspect_image
+
+        return inspect_image(
+            engine.name, engine.image, engine.runtime or "podman", use_cache=use_cache, host=host
+        )
     python = engine_python(engine)
     host = host or driver.host_driver()
     sites = site_packages(python)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Literal
 
 from hangar import paths, proc
 from hangar.engines import deployments, driver, inventory, registry, staticread, uvtool
@@ -338,10 +339,17 @@ def add_python(name: str, python: Path, *, notes: str = "") -> Engine:
     )
 
 
-def add_image(name: str, image: str, *, notes: str = "") -> Engine:
+def add_image(
+    name: str,
+    image: str,
+    *,
+    notes: str = "",
+    runtime: Literal["podman", "docker", "apptainer"] | None = None,
+) -> Engine:
     """Register a container image; its vLLM version is the tag when the tag is a version."""
     check_name(name)
-    check_image(image)
+    if not (runtime == "apptainer" and image.endswith(".sif") and image.startswith("/")):
+        check_image(image)  # a SIF is a file path, not an OCI reference
     tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
     version = tag.lstrip("v") if re.fullmatch(r"v?\d+\.\d+(\.\d+)?\S*", tag) else None
     return _register(
@@ -349,6 +357,7 @@ def add_image(name: str, image: str, *, notes: str = "") -> Engine:
             name=name,
             kind="image",
             image=image,
+            runtime=runtime,
             vllm_version=version,
             created=registry.utc_now(),
             updated=registry.utc_now(),

@@ -61,6 +61,9 @@ class Engine(_Frozen):
     kind: EngineKind
     python: str | None = Field(default=None, description="interpreter (venv and python kinds)")
     image: str | None = Field(default=None, description="container image reference (image kind)")
+    runtime: Literal["podman", "docker", "apptainer"] | None = Field(
+        default=None, description="container runtime that holds the image (image kind)"
+    )
     source: InstallSource | None = Field(default=None, description="how a managed venv is built")
     vllm_version: str | None = None
     venv_dir: str | None = None

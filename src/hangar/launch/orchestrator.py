@@ -261,7 +261,8 @@ def _timeouts(d: Deployment) -> tuple[float, float]:
     """(queue timeout, readiness timeout) of the deployment's target."""
     if isinstance(d.target, SlurmTargetSection):
         return d.target.slurm.queue_timeout_s, d.target.slurm.ready_timeout_s
-    return 0.0, d.target.local.ready_timeout_s
+    # local and container: no queue; the section's own readiness timeout
+    return 0.0, float(getattr(d.target, d.target.kind).ready_timeout_s)
 
 
 def _follow(

@@ -55,9 +55,44 @@ def refresh(conn: sqlite3.Connection) -> list[RunState]:
 class CleanItem(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    path: Path
+    path: Path | None = None
     run_id: str | None
     why: str
+    container: tuple[str, str] | None = None  # (runtime, container id) to remove
+
+    @property
+    def what(self) -> str:
+        return (
+            f"{self.container[0]} container {self.container[1]}"
+            if self.container
+            else str(self.path)
+        )
+
+
+# Container states in which nothing runs any more (podman ps / docker ps .State).
+_STOPPED_STATES = ("exited", "created", "stopped", "dead", "configured")
+
+
+def container_items(live: set[str]) -> list[CleanItem]:
+    """Stopped containers carrying this Hangar's labels whose runs are no longer live
+    (found by label, never by name pattern)."""
+    from hangar.launch.targets.container import own_containers
+
+    items = []
+    for runtime in ("podman", "docker"):
+        if shutil.which(runtime) is None:
+            continue
+        for row in own_containers(runtime):
+            if row["run"] in live or row["state"] not in _STOPPED_STATES:
+                continue
+            items.append(
+                CleanItem(
+                    run_id=row["run"],
+                    why=f"stopped container {row['name']} of run {row['run']}, no longer live",
+                    container=(runtime, row["id"]),
+                )
+            )
+    return items
 
 
 def clean_plan(conn: sqlite3.Connection, *, logs: bool = False) -> list[CleanItem]:
@@ -90,6 +125,7 @@ def clean_plan(conn: sqlite3.Connection, *, logs: bool = False) -> list[CleanIte
                     why=f"run dir of a {run.status if run else 'unrecorded'} run",
                 )
             )
+    items += container_items(live)
     records = deployment_record("x").parent
     for rec in sorted(records.glob("*.toml")) if records.is_dir() else []:
         if rec.stem not in live:
@@ -105,7 +141,13 @@ def clean(
     items = clean_plan(conn, logs=logs)
     if not dry_run:
         for item in items:
-            if item.path.is_dir() and not item.path.is_symlink():
+            if item.container is not None:
+                from hangar.launch.targets.container import remove_container
+
+                remove_container(*item.container)
+            elif item.path is None:
+                continue
+            elif item.path.is_dir() and not item.path.is_symlink():
                 shutil.rmtree(item.path, ignore_errors=True)
             else:
                 item.path.unlink(missing_ok=True)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from hangar.errors import UsageError
 from hangar.launch.targets.base import Observed, RenderContext, Rendered, Stopped, Target
+from hangar.launch.targets.container import ContainerTarget
 from hangar.launch.targets.local import LocalTarget
 from hangar.launch.targets.slurm import SlurmTarget
 
-TARGETS: dict[str, Target] = {"local": LocalTarget(), "slurm": SlurmTarget()}
+TARGETS: dict[str, Target] = {
+    "local": LocalTarget(),
+    "slurm": SlurmTarget(),
+    "container": ContainerTarget(),
+}
 
 
 def target_for(kind: str) -> Target:
@@ -16,7 +21,7 @@ def target_for(kind: str) -> Target:
     except KeyError:
         raise UsageError(
             f"target kind {kind!r} is not implemented (known: {', '.join(TARGETS)})",
-            hint='set [target] kind = "local" or "slurm"',
+            hint='set [target] kind = "local", "slurm" or "container"',
         ) from None
 
 
