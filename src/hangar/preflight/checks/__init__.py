@@ -2,7 +2,8 @@
 
 One module per thing checked: ``limits`` (ulimits, table-driven), ``dirs`` (run/cache
 dirs, stale temp files), ``network`` (port, NCCL/GLOO interfaces), ``engine`` (engine
-interpreter, driver vs CUDA build, nvcc), ``gpu`` (busy GPUs, shared utilization),
+interpreter, driver vs CUDA build, nvcc), ``gpu`` (no driver for the GPUs asked, busy
+GPUs, shared utilization),
 ``platform`` (WSL2, unified memory) and ``weights`` (local dir / HF cache).
 """
 
@@ -10,7 +11,11 @@ from __future__ import annotations
 
 from hangar.preflight.checks.dirs import check_dirs, check_stale_files
 from hangar.preflight.checks.engine import check_driver, check_engine, check_nvcc
-from hangar.preflight.checks.gpu import check_gpu_usage, check_shared_utilization
+from hangar.preflight.checks.gpu import (
+    check_gpu_driver,
+    check_gpu_usage,
+    check_shared_utilization,
+)
 from hangar.preflight.checks.inputs import Check, CheckInput, relevant_env
 from hangar.preflight.checks.limits import check_ulimits
 from hangar.preflight.checks.network import check_port, check_socket_ifnames
@@ -27,6 +32,7 @@ CHECKS: tuple[Check, ...] = (
     check_port,
     check_engine,
     check_driver,
+    check_gpu_driver,
     check_gpu_usage,
     check_shared_utilization,
     check_platform,

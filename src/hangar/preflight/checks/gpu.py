@@ -54,3 +54,21 @@ def check_shared_utilization(facts: HostFacts, req: CheckInput) -> list[Finding]
             fix="lower serve.gpu_memory_utilization on each so they sum below 0.9, or stop a run (hangar stop RUN)",
         )
     ]
+
+
+def check_gpu_driver(facts: HostFacts, req: CheckInput) -> list[Finding]:
+    """A deployment that asks for NVIDIA GPUs on a host where NVML finds none cannot start:
+    vLLM fails in its platform detection ("Failed to infer device type", vllm/platforms/
+    __init__.py) or, with a CPU build, silently runs on the CPU."""
+    if req.gpu is None or req.gpu.rocm or facts.nvidia.available:
+        return []
+    return [
+        Finding(
+            id="host.gpu.no_driver",
+            severity="error",
+            evidence=facts.nvidia.reason or "NVML did not answer",
+            message=f"the deployment asks for {req.gpus} {req.gpu.id} GPU(s) but this host shows no NVIDIA GPU",
+            fix="run on a GPU host with the NVIDIA driver loaded (nvidia-smi must list the GPUs), "
+            'or use target.kind = "slurm" to run on the compute nodes',
+        )
+    ]
