@@ -506,3 +506,29 @@ def test_escape_sequences_in_server_model_ids_are_shown_not_sent() -> None:
     assert proc.returncode == 1, proc.stderr
     assert "\x1b" not in proc.stdout + proc.stderr and "\u202e" not in proc.stdout
     assert "\\x1b" in proc.stdout
+
+
+# ------------------------------------------------------------------ doctor inputs (issue 13)
+
+HEADS = "ValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).\n"
+
+
+def test_doctor_dir_with_one_empty_file_reads_the_others(tmp_path: Path) -> None:
+    """One empty .err next to the real log rejected the whole directory."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "job.err").write_text("")
+    (tmp_path / "logs" / "job.out").write_text(HEADS)
+    proc = hangar("doctor", str(tmp_path / "logs"), "--json")
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout)["causes"][0]["cause"] == "tp_heads_divisibility"
+    (tmp_path / "logs" / "job.out").write_text("")
+    expect_error(hangar("doctor", str(tmp_path / "logs")), 2, "only empty log files")
+
+
+def test_doctor_empty_stdin_is_named_stdin_not_a_temp_path() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "hangar", "doctor", "-"],
+        input="", capture_output=True, text=True, timeout=60, check=False,
+    )
+    err = expect_error(proc, 2, "<stdin>: is empty")
+    assert "hangar-doctor-" not in err and "/tmp" not in err

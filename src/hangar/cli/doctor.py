@@ -39,10 +39,9 @@ def doctor(
     from hangar.diagnose.runs import resolve
 
     with ExitStack() as stack:
-        paths = [
-            _spool_stdin(stack) if arg == "-" else resolve(arg) for arg in dict.fromkeys(inputs)
-        ]
-        diagnosis = diagnose_paths(paths)
+        stdin = _spool_stdin(stack) if "-" in inputs else None
+        paths = [stdin if arg == "-" and stdin else resolve(arg) for arg in dict.fromkeys(inputs)]
+        diagnosis = diagnose_paths(paths, names={stdin: "<stdin>"} if stdin else None)
         guess = _ask_llm(paths, diagnosis, llm_url, llm_model, llm_timeout)
     if as_json:
         _print_json(diagnosis, guess)

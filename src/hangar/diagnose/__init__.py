@@ -13,7 +13,7 @@ knowledge base lives in ``hangar/diagnose/data/*.yaml``.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -35,10 +35,16 @@ __all__ = [
 ]
 
 
-def diagnose_paths(paths: Sequence[Path | str], kb: KnowledgeBase | None = None) -> Diagnosis:
-    """Scan every file (directories expand to their log files), in the order given."""
+def diagnose_paths(
+    paths: Sequence[Path | str],
+    kb: KnowledgeBase | None = None,
+    *,
+    names: Mapping[Path, str] | None = None,
+) -> Diagnosis:
+    """Scan every file (directories expand to their log files), in the order given;
+    ``names`` replaces a file's path in messages and evidence (stdin's private copy)."""
     scanner = Scanner(kb or load())
-    for source in reader.expand([Path(p) for p in paths]):
+    for source in reader.expand([Path(p) for p in paths], names):
         with reader.open_stream(source) as stream:
             scanner.feed(source, reader.chunks(stream, source))
     return scanner.diagnosis()

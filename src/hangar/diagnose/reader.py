@@ -11,7 +11,7 @@ import gzip
 import io
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -58,18 +58,37 @@ class Source:
     path: Path | None = None
 
 
-def expand(paths: list[Path]) -> list[Source]:
-    """Files as given; directories become their log-like files, sorted."""
+def expand(paths: list[Path], names: Mapping[Path, str] | None = None) -> list[Source]:
+    """Files as given; directories become their non-empty log-like files, sorted.
+
+    ``names`` gives a file the name shown in messages and evidence (``<stdin>`` for the
+    private copy of stdin, whose temp path means nothing to the user).
+    """
     sources: list[Source] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and _looks_like_log(p))
-            if not found:
-                raise UnreadableLog("directory holds no log files", source=str(path))
-            sources.extend(Source(str(p), p) for p in found)
+            sources.extend(Source(str(p), p) for p in _dir_logs(path))
         else:
-            sources.append(Source(str(path), path))
+            sources.append(Source((names or {}).get(path, str(path)), path))
     return sources
+
+
+def _dir_logs(folder: Path) -> list[Path]:
+    """A directory's log files; an empty one (a rank that never wrote, an unused .err)
+    is skipped, not a reason to reject the directory."""
+    found = sorted(p for p in folder.rglob("*") if p.is_file() and _looks_like_log(p))
+    written = [p for p in found if _size(p) > 0]
+    if not written:
+        why = f"holds only empty log files ({len(found)})" if found else "holds no log files"
+        raise UnreadableLog(f"directory {why}", source=str(folder), hint="pass the log vLLM wrote")
+    return written
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 1  # unreadable: kept, so opening it reports why
 
 
 def _looks_like_log(path: Path) -> bool:
