@@ -43,7 +43,7 @@ def line_chart(
     y_from_zero: bool = True,
 ) -> str:
     """One line chart as an ``<svg>`` element; empty series are left out."""
-    from matplotlib.ticker import ScalarFormatter
+    from matplotlib.ticker import FixedLocator, FuncFormatter
 
     fig, ax = _figure(title)
     slug = _slug(title)
@@ -53,8 +53,11 @@ def line_chart(
         (line,) = ax.plot(xs, ys, marker="o", markersize=3.5, label=name, color=_colour(i))
         line.set_gid(f"{slug}-series-{i}")
     if log_x and drawn:
+        # concurrency levels 1, 2, 4, 64...: ticks at the measured levels, printed as given
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_major_locator(FixedLocator(sorted({x for _, pts in drawn for x, _ in pts})))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(FixedLocator([]))
     if y_from_zero and drawn and min(y for _, pts in drawn for _, y in pts) >= 0:
         ax.set_ylim(bottom=0)
     ax.set_xlabel(x_label)

@@ -80,14 +80,16 @@ def runs(*, refresh: bool = True) -> list[dict[str, Any]]:
 
 
 def stage_timings(run: store.RunRecord, events: list[store.EventRow]) -> list[dict[str, Any]]:
-    """Each launch event with its time since submit and since the previous event."""
-    rows, previous = [], run.started_at
+    """Each launch event with its time since the launch began and since the previous event
+    (render and record come before the run's own start time)."""
+    origin = min([run.started_at, *(e.at for e in events)])
+    rows, previous = [], origin
     for e in events:
         rows.append(
             {
                 "stage": e.stage,
                 "at": e.at,
-                "since_start_s": round(e.at - run.started_at, 3),
+                "since_start_s": round(e.at - origin, 3),
                 "took_s": round(e.at - previous, 3),
                 "detail": e.detail,
             }
