@@ -532,3 +532,21 @@ def test_doctor_empty_stdin_is_named_stdin_not_a_temp_path() -> None:
     )
     err = expect_error(proc, 2, "<stdin>: is empty")
     assert "hangar-doctor-" not in err and "/tmp" not in err
+
+
+# ------------------------------------------------------------------ no network (issue 13)
+
+
+def test_unreachable_hub_is_said_at_once_without_retry_noise() -> None:
+    """support/plan for a model off the catalog spent 24 s in hub retries and printed pages
+    of retry warnings; one probe now finds the hub unreachable and says so."""
+    env = {"HF_HUB_OFFLINE": "", "HF_ENDPOINT": f"http://127.0.0.1:{free_port()}"}
+    planned = hangar("plan", "org/not-in-the-catalog", "--gpu", "H100", env=env)
+    err = expect_error(planned, 1, "the hub was not asked", "Connection refused")
+    assert err.count("\n") == 1
+    support = hangar("support", "Qwen/Qwen3-8B", env=env)
+    assert support.returncode == 0, support.stderr
+    assert support.stderr.strip().splitlines() == [
+        f"note: Hugging Face hub not reachable ({env['HF_ENDPOINT'][7:]}: Connection refused);"
+        " model card not fetched"
+    ]

@@ -59,13 +59,20 @@ class InputError(HangarError):
 
 
 class ModelNotFound(InputError):
-    def __init__(self, model: str, *, hint: str | None = None) -> None:
+    """``hub``: why the Hugging Face hub was not asked (unreachable, offline), if it was not."""
+
+    def __init__(self, model: str, *, hint: str | None = None, hub: str | None = None) -> None:
+        where = (
+            f"and not in the local Hugging Face cache; the hub was not asked ({hub})"
+            if hub
+            else "and not available from the Hugging Face hub or its local cache"
+        )
         super().__init__(
-            f"model '{model}' is not a local directory, not in the embedded catalog, "
-            "and not available from the Hugging Face hub or its local cache",
+            f"model '{model}' is not a local directory, not in the embedded catalog, {where}",
             hint=hint or "hangar models list   (or pass a local directory holding config.json)",
         )
         self.model = model
+        self.hub = hub
 
 
 class BadValue(InputError):

@@ -23,9 +23,20 @@ def _mark(value: bool | None) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
     """Can each engine run MODEL (a directory, catalog id or hub id), and if not: method A or B."""
-    from hangar.engines.support import support as check
+    from pathlib import Path
 
+    from hangar.engines.support import support as check
+    from hangar.models.sources import OFFLINE_BY_USER, hub_unreachable
+
+    # One short probe before anything asks the hub for the model card: when it fails the
+    # process goes offline, instead of huggingface_hub retrying for ~24 s per file.
+    unreachable = None if Path(model).expanduser().exists() else hub_unreachable()
     report = check(model, list(engine_names) or None)
+    if unreachable and unreachable != OFFLINE_BY_USER:
+        click.echo(
+            f"note: Hugging Face hub not reachable ({unreachable}); model card not fetched",
+            err=True,
+        )
     if as_json:
         click.echo(json.dumps(report.model_dump(mode="json"), indent=2))
         return

@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import math
 import os
+import socket
+import sys
+import threading
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import yaml
 
@@ -57,7 +61,7 @@ def load_model(ref: str, overrides: Mapping[str, Any] | None = None) -> ModelSpe
     remote = _from_hub(ref, overrides)
     if remote is not None:
         return remote
-    raise ModelNotFound(ref)
+    raise ModelNotFound(ref, hub=hub_unreachable() if _valid_repo_id(ref) else None)
 
 
 def _looks_like_path(ref: str) -> bool:
@@ -280,23 +284,55 @@ def _from_hf_cache(ref: str, overrides: Mapping[str, Any] | None = None) -> Mode
     )
 
 
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    """One quick TCP connect, so an offline machine fails in seconds instead of retrying."""
-    import socket
-    from urllib.parse import urlparse
+HUB_PROBE_TIMEOUT_S = 2.0
+OFFLINE_BY_USER = "HF_HUB_OFFLINE is set"
 
+
+def hub_unreachable() -> str | None:
+    """Why the Hugging Face hub cannot be reached from here, or None when it can.
+
+    One TCP connect per process, bounded in a thread (a slow resolver is not bounded
+    by the socket timeout). When it fails, huggingface_hub is put in offline mode for the
+    rest of the process (HF_HUB_OFFLINE, read by every hub call), so no later download
+    spends its retries (24 s and pages of warnings) learning the same thing.
+    """
+    if _probe_hub.cache_info().currsize == 0 and _offline():  # the user's choice: no probe
+        return OFFLINE_BY_USER
+    return _probe_hub()
+
+
+@lru_cache(maxsize=1)
+def _probe_hub() -> str | None:
     endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    address = (endpoint.hostname or "huggingface.co", endpoint.port or 443)
+    outcome: list[str | None] = []
+    probe = threading.Thread(target=lambda: outcome.append(_connect(address)), daemon=True)
+    probe.start()
+    probe.join(HUB_PROBE_TIMEOUT_S + 0.5)
+    reason = outcome[0] if outcome else f"no answer within {HUB_PROBE_TIMEOUT_S:g} s"
+    if reason is not None:
+        reason = f"{address[0]}:{address[1]}: {reason}"
+        _go_offline()
+    return reason
+
+
+def _connect(address: tuple[str, int]) -> str | None:
     try:
-        with socket.create_connection(
-            (endpoint.hostname or "huggingface.co", endpoint.port or 443), timeout
-        ):
-            return True
-    except OSError:
-        return False
+        with socket.create_connection(address, HUB_PROBE_TIMEOUT_S):
+            return None
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
+def _go_offline() -> None:
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:  # already imported: it read the environment at import time
+        setattr(constants, "HF_HUB_OFFLINE", True)  # noqa: B010  (not in its stubs)
 
 
 def _from_hub(ref: str, overrides: Mapping[str, Any] | None = None) -> ModelSpec | None:
-    if _offline() or not _valid_repo_id(ref) or "/" not in ref or not _hub_reachable():
+    if _offline() or not _valid_repo_id(ref) or "/" not in ref or hub_unreachable():
         return None
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import GatedRepoError
