@@ -110,12 +110,14 @@ def checked(d: Deployment, env: Mapping[str, str], force: bool) -> PreflightRepo
     conn = connect()
     others = live_utilizations(conn) if d.resources.gpu is not None else {}
     report = preflight(d, env=env, other_runs_util=others)
-    if not report.ok and not force:
-        raise PreflightFailed([f"{f.id}: {f.message}" for f in report.errors()])
+    errors = [f"{f.id}: {f.message}" for f in report.errors()]
     if report.engine is None or not report.engine.exists:
-        raise PreflightFailed(
-            [f"{f.id}: {f.message}" for f in report.errors()] or ["engine not found"]
-        )
+        # Checked first: no engine cannot be forced, so the hint must not offer --force.
+        failed = PreflightFailed(errors or ["engine not found"])
+        failed.hint = "hangar engines list   (then set engine = NAME, or a /path/to/bin/python)"
+        raise failed
+    if not report.ok and not force:
+        raise PreflightFailed(errors)
     return report
 
 
