@@ -52,5 +52,7 @@ def _show(path: Path, lines: int | None, header: bool) -> None:
 def _print_tail(text: str, lines: int | None, header: Path | None) -> None:
     if header is not None:
         click.echo(f"==> {header} <==")
-    shown = text.splitlines()[-lines:] if lines is not None else text.splitlines()
+    all_lines = text.splitlines()
+    # not [-lines:]: [-0:] is the whole list, and -n 0 means no lines (as tail -n 0)
+    shown = all_lines if lines is None else all_lines[max(0, len(all_lines) - lines) :]
     click.echo("\n".join(shown))
