@@ -163,6 +163,7 @@ class EngineArgs:
     tensor_parallel_size: int = 1
     enforce_eager: bool = False
     max_model_len: int | None = None
+    reasoning_parser: str = ""  # an EngineArgs field in real vLLM (arg_utils.py)
 
     @staticmethod
     def add_cli_args(parser):

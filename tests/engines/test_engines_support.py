@@ -145,3 +145,97 @@ def test_cli_table_runs(engines: None, tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["support", str(model)]) == 0
     out = capsys.readouterr().out
     assert "hangar engines add nightly --nightly" in out and "native" in out
+
+
+# ---- what the card asks beyond the architecture (engines/card.py) ----
+
+_CARD_TEMPLATE = """# Tiny
+Released with vLLM support on day one.
+
+```shell
+{install}
+```
+
+```bash
+vllm serve org/tiny \\
+    --enable-auto-tool-choice --tool-call-parser {parser} {flags}
+```
+"""
+
+
+def _card(install: str = "", parser: str = "hermes", flags: str = "") -> str:
+    return _CARD_TEMPLATE.format(install=install, parser=parser, flags=flags)
+
+
+def test_card_reading_keeps_to_commands() -> None:
+    from hangar.engines.card import read_card
+
+    text = (
+        "Works since vllm>=0.1.0 (prose, not an install line).\n"
+        "uv pip install -U 'vllm>=0.21.0' --pre --extra-index-url https://wheels.vllm.ai/nightly\n"
+        'pip install "transformers>=4.57.0"\n'
+        "docker run --gpus all --ipc=host -p 8000:8000 vllm/vllm-openai:v0.21.0 \\\n"
+        "  --model org/tiny --chat-template ./tpl.jinja --async-scheduling\n"
+        "apptainer exec --nv docker://nvcr.io/nvidia/vllm:25.09-py3 vllm serve org/tiny\n"
+    )
+    asks = read_card(text)
+    assert asks.vllm_min == "0.21.0" and not asks.vllm_exact and asks.nightly
+    assert asks.transformers_min == "4.57.0"
+    assert "--async-scheduling" in asks.flags and "--chat-template" in asks.flags
+    assert "--gpus" not in asks.flags and "--ipc" not in asks.flags
+    assert asks.chat_template == "./tpl.jinja"
+    assert asks.images == ("vllm/vllm-openai:v0.21.0", "nvcr.io/nvidia/vllm:25.09-py3")
+    source = read_card("pip install git+https://github.com/vllm-project/vllm.git")
+    assert source.vllm_from_source and source.vllm_min is None
+
+
+def test_a_parser_the_stable_engine_lacks_never_runs_as_is(engines: None, tmp_path: Path) -> None:
+    model = _model(tmp_path / "m", "Qwen3ForCausalLM", "qwen3", _card(parser="brand_new_xml"))
+    row = support(str(model), ["new"]).engines[0]
+    assert row.architecture_supported == "native"
+    assert row.recommendation == "A" and row.verdict.startswith("needs a nightly")
+    assert "tool_call_parser 'brand_new_xml'" in row.reasons
+
+
+@pytest.mark.parametrize(
+    ("install", "flags", "recommendation", "step", "reason"),
+    [
+        ('pip install "vllm>=0.21.0"', "", "A", "--vllm 0.21.0", "vllm>=0.21.0 (has 0.20.0)"),
+        ("pip install git+https://github.com/vllm-project/vllm.git", "", "source", "git+", "git"),
+        ("", "--some-flag-from-next-week", "A", "--nightly", "flag --some-flag-from-next-week"),
+        (
+            "uv pip install vllm --pre --extra-index-url https://wheels.vllm.ai/nightly",
+            "",
+            "A",
+            "--nightly",
+            "a nightly vLLM",
+        ),
+    ],
+)
+def test_card_requirements_decide_the_path(
+    engines: None,
+    tmp_path: Path,
+    install: str,
+    flags: str,
+    recommendation: str,
+    step: str,
+    reason: str,
+) -> None:
+    model = _model(tmp_path / "m", "Qwen3ForCausalLM", "qwen3", _card(install, flags=flags))
+    row = support(str(model), ["new"]).engines[0]
+    assert row.recommendation == recommendation, row.reason
+    assert row.next_step and step in row.next_step
+    assert any(reason in r for r in row.reasons), row.reasons
+
+
+def test_catalog_recipe_image_and_minimum_version(
+    engines: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # MiniMax-M2.5's vLLM recipe (meta.yaml cites recipes@8959cf6): parsers minimax_m2,
+    # image vllm/vllm-openai:v0.20.2, min_vllm_version 0.20.2
+    assert main(["support", "MiniMaxAI/MiniMax-M2.5", "--engine", "new", "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["engines"]
+    assert row["recommendation"] == "B" and row["verdict"] == "needs the image the card names"
+    assert row["next_step"] == "hangar engines add v0.20.2 --image vllm/vllm-openai:v0.20.2"
+    assert "vllm>=0.20.2 (has 0.20.0)" in row["reasons"]
+    assert {"recommendation", "verdict", "reasons", "next_step", "parsers"} <= set(row)

@@ -22,7 +22,9 @@ def _mark(value: bool | None) -> str:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
-    """Can each engine run MODEL (a directory, catalog id or hub id), and if not: method A or B."""
+    """Can each engine run MODEL (a directory, catalog id or hub id), and if not: a nightly
+    or newer venv (A), the image the card names (B) or a source build, with the reasons:
+    architectures, and every parser, flag, version and install the card's commands name."""
     from pathlib import Path
 
     from hangar.engines.support import support as check
@@ -77,7 +79,8 @@ def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
     con.print(table)
     for row in report.engines:
         con.print(
-            f"[bold]{escape(row.engine)}[/]: {escape(row.recommendation)}: {escape(row.reason)}",
+            f"[bold]{escape(row.engine)}[/]: {escape(row.verdict or row.recommendation)}: "
+            f"{escape(row.reason)}",
             soft_wrap=True,
         )
         if row.next_step:

@@ -4,29 +4,40 @@ Per engine: is the architecture in vLLM's registry (native), served through the
 Transformers backend (vLLM's ``_TRANSFORMERS_SUPPORTED_MODELS``, or any arch whose
 model_type the engine's transformers knows: ``--model-impl auto`` falls back to
 ``_try_resolve_transformers`` in vllm/model_executor/models/registry.py), or not
-at all; are the parsers the model card recommends registered. Then the path:
-stay; method A (a nightly engine in its own venv) when the card only shows
-``vllm serve``; method B (the model's own ``vllm/vllm-openai:<tag>`` image) when
-the card names one.
+at all; are the parsers, flags and versions the model card asks for (engines/card.py:
+its ``vllm serve`` lines, install lines and deploy guides in the same dir) present.
+Then the path: stay (runs as is); method A (a nightly or newer venv) when the card
+only shows ``vllm serve``/``pip install``; method B (the image the card names, e.g.
+``vllm/vllm-openai:<tag>``); source when the card installs vLLM from git.
+JSON contract (``hangar support --json``): docs/containers.md#support.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from hangar.engines import inventory, registry
+from hangar.engines import card, inventory, registry
 from hangar.engines.model import Engine, Inspection
 from hangar.errors import HangarError
+from hangar.planning.versions import parse_version
 
 Support = Literal["native", "transformers"]
-_IMAGE = re.compile(r"\bvllm/vllm-openai:([A-Za-z0-9][A-Za-z0-9._-]*)")
-_PARSER_FLAGS = {"tool_call_parser": "--tool-call-parser", "reasoning_parser": "--reasoning-parser"}
+Recommendation = Literal["stay", "A", "B", "source", "unknown"]
+VERDICTS = {
+    "stay": "runs as is",
+    "A": "needs a nightly (or newer) venv",
+    "B": "needs the image the card names",
+    "source": "needs a source build",
+    "unknown": "unknown (engine not readable)",
+}
+_PARSER_FLAGS = card.PARSER_FLAGS
 
 
 @dataclass(frozen=True)
@@ -40,31 +51,16 @@ class ModelFacts:
     parsers: dict[str, str]
     images: tuple[str, ...]
     card_source: str | None
+    asks: card.CardAsks = field(default_factory=card.CardAsks)
+    remote_code: bool = False  # config.json auto_map: classes shipped with the model
 
 
-def _serve_lines(card: str) -> list[str]:
-    """Lines of ``vllm serve``/``docker run`` commands, with ``\\`` continuations joined."""
-    joined = re.sub(r"\\\s*\n\s*", " ", card)
-    return [
-        ln
-        for ln in joined.splitlines()
-        if "vllm serve" in ln or "vllm/vllm-openai" in ln or "vllm.entrypoints" in ln
-    ]
+def card_parsers(text: str) -> dict[str, str]:
+    return card.card_parsers(text)
 
 
-def card_parsers(card: str) -> dict[str, str]:
-    """Parsers named in the card's serve commands (first mention wins)."""
-    found: dict[str, str] = {}
-    for line in _serve_lines(card):
-        for key, flag in _PARSER_FLAGS.items():
-            match = re.search(re.escape(flag) + r"[=\s]+([A-Za-z0-9_.-]+)", line)
-            if match and key not in found:
-                found[key] = match.group(1)
-    return found
-
-
-def card_images(card: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(f"vllm/vllm-openai:{m}" for m in _IMAGE.findall(card)))
+def card_images(text: str) -> tuple[str, ...]:
+    return card.card_images(text)
 
 
 def _hub_card(model_id: str) -> tuple[str | None, str | None]:
@@ -87,17 +83,47 @@ def _card(model_id: str, local_dir: Path | None) -> tuple[str | None, str | None
     return _hub_card(model_id)
 
 
-def _meta_parsers(local_dir: Path | None) -> dict[str, str]:
-    """Parsers from the catalog's meta.yaml (``tool_call_parser``/``reasoning_parser``)."""
+def _meta(local_dir: Path | None) -> dict[str, Any]:
     if local_dir is None or not (local_dir / "meta.yaml").is_file():
         return {}
     from hangar.models.sources import read_meta
 
     meta: dict[str, Any] = read_meta(local_dir)
+    return meta
+
+
+def _meta_parsers(local_dir: Path | None) -> dict[str, str]:
+    """Parsers from the catalog's meta.yaml (``tool_call_parser``/``reasoning_parser``)."""
+    meta = _meta(local_dir)
     parsers = {k: str(meta[k]) for k in _PARSER_FLAGS if meta.get(k)}
+    return {**card_parsers(_meta_commands(meta)), **parsers}
+
+
+def _meta_commands(meta: dict[str, Any]) -> str:
     serve = meta.get("recommended_serve") or {}
-    commands = "\n".join(str(e.get("command", "")) for e in serve.get("vllm_serve_examples") or [])
-    return {**card_parsers(commands), **parsers}
+    return "\n".join(str(e.get("command", "")) for e in serve.get("vllm_serve_examples") or [])
+
+
+def _meta_asks(local_dir: Path | None) -> card.CardAsks:
+    """The catalog's recipe (vLLM recipes: serve commands, images, minimum version)."""
+    meta = _meta(local_dir)
+    serve = meta.get("recommended_serve") or {}
+    base = card.read_card(_meta_commands(meta))
+    images = tuple(str(i) for i in serve.get("docker_images") or [])
+    minimum = serve.get("min_vllm_version")
+    return replace(base, images=images or base.images, vllm_min=str(minimum) if minimum else None)
+
+
+def merged_asks(from_card: card.CardAsks, from_meta: card.CardAsks) -> card.CardAsks:
+    """The card's own words win field by field; the catalog fills what the card omits."""
+    return replace(
+        from_card,
+        flags=tuple(dict.fromkeys((*from_card.flags, *from_meta.flags))),
+        parsers={**from_meta.parsers, **from_card.parsers},
+        images=from_card.images or from_meta.images,
+        vllm_min=from_card.vllm_min or from_meta.vllm_min,
+        chat_template=from_card.chat_template or from_meta.chat_template,
+    )
 
 
 def model_facts(ref: str) -> ModelFacts:
@@ -105,17 +131,37 @@ def model_facts(ref: str) -> ModelFacts:
     from hangar.models import load_model
 
     spec = load_model(ref)
-    card, source = _card(spec.id, spec.local_dir)
-    parsers = {**_meta_parsers(spec.local_dir), **(card_parsers(card) if card else {})}
+    text, source = _card(spec.id, spec.local_dir)
+    text = "\n".join([text or "", *_guides(spec.local_dir)])
+    asks = merged_asks(card.read_card(text), _meta_asks(spec.local_dir))
+    parsers = {**_meta_parsers(spec.local_dir), **asks.parsers}
     return ModelFacts(
         id=spec.id,
         architectures=spec.architectures,
         model_type=spec.model_type,
         text_model_type=spec.text_model_type,
         parsers=parsers,
-        images=card_images(card) if card else (),
+        images=asks.images,
         card_source=source,
+        asks=asks,
+        remote_code=_has_auto_map(spec.local_dir),
     )
+
+
+def _guides(local_dir: Path | None) -> list[str]:
+    """Deploy guides shipped next to the card (the card links them: same dir only)."""
+    if local_dir is None:
+        return []
+    names = sorted(p for p in local_dir.glob("*.md") if p.name != "README.md")
+    return [p.read_text(encoding="utf-8", errors="replace") for p in names[:8]]
+
+
+def _has_auto_map(local_dir: Path | None) -> bool:
+    try:
+        config = json.loads((local_dir / "config.json").read_text()) if local_dir else {}
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and bool(config.get("auto_map"))
 
 
 class _Frozen(BaseModel):
@@ -134,9 +180,11 @@ class EngineSupport(_Frozen):
     architecture_supported: Support | Literal[False] | None
     model_type_known: bool | None
     parsers: dict[str, ParserCheck]
-    recommendation: Literal["stay", "A", "B", "unknown"]
+    recommendation: Recommendation
     reason: str
     next_step: str | None = None
+    verdict: str = ""  # the recommendation in words (VERDICTS)
+    reasons: tuple[str, ...] = ()  # every requirement of the card this engine misses
 
 
 class SupportReport(_Frozen):
@@ -159,23 +207,77 @@ def architecture_support(facts: ModelFacts, found: Inspection) -> Support | Lite
     return "transformers" if facts.model_type in found.transformers_model_types else False
 
 
+def missing(facts: ModelFacts, found: Inspection, parsers: dict[str, ParserCheck]) -> list[str]:
+    """Every requirement of the card and config that ``found`` does not meet, in words."""
+    a = facts.asks
+    out = [f"{k} '{p.name}'" for k, p in parsers.items() if p.present is False]
+    if found.flags:
+        out += [f"flag {f}" for f in a.flags if f not in found.flags]
+    version = found.vllm_version or ""
+    if a.vllm_min and version and _older(version, a.vllm_min, a.vllm_exact):
+        out.append(f"vllm{'==' if a.vllm_exact else '>='}{a.vllm_min} (has {version})")
+    tf = found.transformers_version or ""
+    if a.transformers_min and tf and _older(tf, a.transformers_min, False):
+        out.append(f"transformers>={a.transformers_min} (has {tf})")
+    if a.nightly and not _is_dev(version):
+        out.append("a nightly vLLM (the card installs from the nightly index or --pre)")
+    if a.vllm_from_source:
+        out.append("vLLM built from git (the card installs it from source)")
+    if a.transformers_from_source:
+        out.append("transformers from git (the card installs it from source)")
+    return out
+
+
+def _older(have: str, want: str, exact: bool) -> bool:
+    try:
+        h, w = parse_version(have), parse_version(want)
+    except ValueError:
+        return False
+    return h != w if exact else h < w
+
+
+def _is_dev(version: str) -> bool:
+    return bool(re.search(r"dev|rc|\+g[0-9a-f]", version))
+
+
 def _recommend(
-    facts: ModelFacts, arch: Support | Literal[False], parsers: dict[str, ParserCheck]
-) -> tuple[Literal["stay", "A", "B"], str, str | None]:
-    missing = [f"{k} '{p.name}'" for k, p in parsers.items() if p.present is False]
-    if arch and not missing:
+    facts: ModelFacts, arch: Support | Literal[False], lacks: list[str]
+) -> tuple[Recommendation, str, str | None]:
+    if arch and not lacks:
         how = "natively" if arch == "native" else "through the Transformers backend"
-        return "stay", f"architecture served {how}; recommended parsers present", None
+        note = (
+            "; needs trust_remote_code (auto_map)" if facts.remote_code and arch != "native" else ""
+        )
+        return "stay", f"architecture served {how}; everything the card asks is present{note}", None
+    arch_name = facts.architectures[0] if facts.architectures else "?"
     lack = (
-        [] if arch else [f"architecture {facts.architectures[0] if facts.architectures else '?'}"]
+        []
+        if arch
+        else [
+            f"architecture {arch_name}"
+            + (" (needs trust_remote_code / a plugin)" if facts.remote_code else "")
+        ]
     )
-    why = "engine lacks " + ", ".join(lack + missing)
+    why = "engine lacks " + ", ".join(lack + lacks)
     if facts.images:
         image = facts.images[0]
         return (
             "B",
             f"{why}; the model card names the image {image}",
             f"hangar engines add {_slug(image)} --image {image}",
+        )
+    if facts.asks.vllm_from_source:
+        return (
+            "source",
+            f"{why}; the card builds vLLM from source",
+            "hangar engines add src --spec 'vllm @ git+https://github.com/vllm-project/vllm'",
+        )
+    a = facts.asks
+    if a.vllm_min and not a.nightly and not _is_dev(a.vllm_min):
+        return (
+            "A",
+            f"{why}; the card asks for vLLM {a.vllm_min}",
+            f"hangar engines add vllm-{a.vllm_min} --vllm {a.vllm_min}",
         )
     return (
         "A",
@@ -201,11 +303,13 @@ def check_engine(facts: ModelFacts, engine: Engine) -> EngineSupport:
             parsers={k: ParserCheck(name=v, present=None) for k, v in facts.parsers.items()},
             recommendation="unknown",
             reason=exc.message,
+            verdict=VERDICTS["unknown"],
         )
     present = {"tool_call_parser": found.tool_parsers, "reasoning_parser": found.reasoning_parsers}
     parsers = {k: ParserCheck(name=v, present=v in present[k]) for k, v in facts.parsers.items()}
     arch = architecture_support(facts, found)
-    action, reason, step = _recommend(facts, arch, parsers)
+    lacks = missing(facts, found, parsers)
+    action, reason, step = _recommend(facts, arch, lacks)
     return EngineSupport(
         engine=engine.name,
         kind=engine.kind,
@@ -216,6 +320,8 @@ def check_engine(facts: ModelFacts, engine: Engine) -> EngineSupport:
         recommendation=action,
         reason=reason,
         next_step=step,
+        verdict=VERDICTS[action],
+        reasons=tuple(lacks) + (() if arch else ("architecture not registered",)),
     )
 
 
