@@ -12,4 +12,4 @@ from hangar.cli.logs import _print_tail
 )
 def test_tail(n: int | None, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
     _print_tail("a\nb\nc\n", n, None)
-    assert capsys.readouterr().out == expected + "\n"
+    assert capsys.readouterr().out == (expected + "\n" if expected else "")

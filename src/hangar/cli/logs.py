@@ -55,4 +55,5 @@ def _print_tail(text: str, lines: int | None, header: Path | None) -> None:
     all_lines = text.splitlines()
     # not [-lines:]: [-0:] is the whole list, and -n 0 means no lines (as tail -n 0)
     shown = all_lines if lines is None else all_lines[max(0, len(all_lines) - lines) :]
-    click.echo("\n".join(shown))
+    if shown:
+        click.echo("\n".join(shown))
