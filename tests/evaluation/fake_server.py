@@ -32,6 +32,7 @@ class Behaviour:
     tool_parser: bool = True
     reasoning: bool = False
     multimodal: bool = False
+    ignores_images: bool = False  # a text-only server that drops image parts silently
     token_delay_s: float = 0.0
     slow_s: float = 5.0
     requests: list[str] = field(default_factory=list)
@@ -260,18 +261,21 @@ class Handler(BaseHTTPRequestHandler):
     def _chat(self, body: dict[str, Any]) -> None:
         b = self.server.behaviour
         messages = body["messages"]
-        if _has_image(messages) and not b.multimodal:
+        image = _has_image(messages)
+        if image and not b.multimodal and not b.ignores_images:
             return self._error(400, f"{MODEL} is not a multimodal model")
         choice = body.get("tool_choice")
         if body.get("tools") and choice == "auto" and not b.tool_parser:
             return self._error(400, NO_PARSER)
-        prompt = " ".join(str(m.get("content")) for m in messages)
+        prompt = " ".join(_text(m.get("content")) for m in messages)
         message = self._message(body, messages, prompt)
         finish = "tool_calls" if message.get("tool_calls") else "length"
+        # a vision encoder turns the image into placeholder tokens (vLLM counts them)
+        prompt_tokens = len(prompt.split()) + (IMAGE_TOKENS if image and b.multimodal else 0)
         usage = {
-            "prompt_tokens": len(prompt.split()),
+            "prompt_tokens": prompt_tokens,
             "completion_tokens": 8,
-            "total_tokens": len(prompt.split()) + 8,
+            "total_tokens": prompt_tokens + 8,
         }
         if not body.get("stream"):
             return self._json(
@@ -334,6 +338,16 @@ class Handler(BaseHTTPRequestHandler):
 def _stops(body: dict[str, Any]) -> list[str]:
     stop = body.get("stop") or []
     return [stop] if isinstance(stop, str) else list(stop)
+
+
+IMAGE_TOKENS = 64
+
+
+def _text(content: Any) -> str:
+    """The text of a message: a string, or the text parts of a content list."""
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+    return str(content)
 
 
 def _has_image(messages: list[dict[str, Any]]) -> bool:

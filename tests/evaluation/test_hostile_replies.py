@@ -86,3 +86,28 @@ def test_another_tokenize_shape_falls_back_too(fake: FakeServer) -> None:
     options = EvalOptions(suites=["perf"], perf=PERF, timeout=5.0)
     result = evaluate(resolve_target(fake.url), options).contract()
     assert result["snapshot"]["prompt"]["tokenizer"] == "approximate"
+
+
+def test_goodput_is_shown_when_slos_are_given(
+    fake: FakeServer, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """goodput was computed and stored but never printed."""
+    monkeypatch.setenv("COLUMNS", "250")
+    argv = [
+        "eval",
+        fake.url,
+        "--suite",
+        "perf",
+        "--num-requests",
+        "2",
+        "--concurrency",
+        "1",
+        "--input-len",
+        "8",
+        "--output-len",
+        "4",
+    ]
+    assert main([*argv, "--goodput", "e2el:60000"]) == 0
+    assert "goodput req/s" in capsys.readouterr().out
+    assert main(argv) == 0
+    assert "goodput" not in capsys.readouterr().out

@@ -252,7 +252,7 @@ def render_result(console: Any, result: Any) -> None:
 def _perf_table(points: Any) -> Any:
     from rich.table import Table
 
-    table = Table(
+    columns = [
         "load",
         "ok",
         "TTFT ms mean/p99",
@@ -262,9 +262,12 @@ def _perf_table(points: Any) -> Any:
         "out tok/s",
         "total tok/s",
         "req/s",
-        title="perf",
-    )
+    ]
+    # goodput exists only when --goodput gave SLOs; then it is the figure asked for
+    with_goodput = any(p.goodput_requests_per_s is not None for p in points)
+    table = Table(*columns, *(["goodput req/s"] if with_goodput else []), title="perf")
     for p in points:
+        goodput = p.goodput_requests_per_s
         table.add_row(
             p.label,
             f"{p.completed}/{p.requests}",
@@ -275,6 +278,7 @@ def _perf_table(points: Any) -> Any:
             f"{p.output_tokens_per_s:.1f}",
             f"{p.total_tokens_per_s:.1f}",
             f"{p.requests_per_s:.2f}",
+            *([f"{goodput:.2f}" if goodput is not None else "-"] if with_goodput else []),
         )
     return table
 

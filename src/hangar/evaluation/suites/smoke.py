@@ -159,10 +159,13 @@ async def _stop(ctx: EvalContext) -> Check:
 
 
 def _stop_string(text: str) -> str | None:
-    """Two alphanumeric characters from the second half of ``text`` (a stable cut point)."""
+    """Two alphanumeric characters from the second half of ``text`` whose first occurrence
+    is there: a string seen earlier would cut at its first occurrence, possibly position 0,
+    and an empty reply would then pass as "stopped"."""
     for i in range(max(1, len(text) // 2), len(text) - 1):
-        if text[i] in _PRINTABLE and text[i + 1] in _PRINTABLE:
-            return text[i : i + 2]
+        piece = text[i : i + 2]
+        if all(c in _PRINTABLE for c in piece) and text.find(piece) == i:
+            return piece
     return None
 
 
