@@ -118,8 +118,7 @@ def test_plan_form_by_keyboard_and_labels(tab: Page, shots: Path) -> None:
     page.get_by_label("GPUs", exact=True).fill("4")
     page.get_by_label("GPUs", exact=True).press("Enter")
     page.wait_for_url("**/plan?model=**")
-    assert "vllm serve" in page.locator("#serve-command").inner_text() or page.locator(
-        "#serve-command").inner_text().startswith("vllm")
+    assert page.locator("#serve-command").inner_text().startswith("vllm serve")
     charts_inside(page)
     assert page.locator("tbody tr").count() >= 3  # TP1/TP2/TP4 x DP
     page.screenshot(path=str(shots / "plan-result.png"), full_page=True)
@@ -158,3 +157,51 @@ def test_stop_button_stops_a_real_run(tab: Page, use_seeded_home: Seeded, shots:
     page.wait_for_url(f"**/runs/{run.id}")
     assert page.locator("#run-status").inner_text() == "stopped"
     assert process.run_processes(run.id, run.handle.get("pgid")) == []
+
+
+def _deployment_file(s: Seeded, path: Path, port: int) -> Path:
+    path.write_text(
+        f'engine = "{s.engine}"\n'
+        f'[model]\nid = "{s.model_dir}"\nserved_name = "tiny"\n'
+        '[env]\nFAKE_VLLM_MODE = "slow"\nFAKE_VLLM_DELAY = "4"\n'
+        f"[target.local]\nport = {port}\nready_timeout_s = 60\nstop_grace_s = 3\n"
+    )
+    return path
+
+
+def test_run_page_follows_a_launch_live(
+    tab: Page, ui: Ui, use_seeded_home: Seeded, tmp_path: Path
+) -> None:
+    """Opened while the server is still starting, the page turns 'ready' by itself."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from tests.launch.conftest import free_port
+
+    from hangar.launch.orchestrator import stop
+
+    known = {r["id"] for r in json.load(urllib.request.urlopen(ui.url + "/api/runs"))}
+    spec = _deployment_file(use_seeded_home, tmp_path / "hangar.toml", free_port())
+    env = {**os.environ, "HANGAR_HOME": str(use_seeded_home.home)}
+    launcher = subprocess.Popen([sys.executable, "-m", "hangar", "launch", str(spec)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, new = time.monotonic() + 30, []
+        while not new and time.monotonic() < deadline:
+            runs = json.load(urllib.request.urlopen(ui.url + "/api/runs"))
+            new = [r for r in runs if r["id"] not in known]
+            time.sleep(0.2)
+        assert new, "the launch never recorded a run"
+        page = tab.open(f"/runs/{new[0]['id']}")
+        assert page.locator("#run-status").inner_text() in ("queued", "starting")
+        # no reload from here: the page's own polling must bring the change
+        sync_api.expect(page.locator("#run-status")).to_have_text("ready", timeout=45_000)
+        assert launcher.wait(30) == 0
+    finally:
+        launcher.kill() if launcher.poll() is None else None
+        launcher.wait()
+        stop(new[0]["id"]) if new else None

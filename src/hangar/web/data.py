@@ -42,7 +42,7 @@ def _where(run: store.RunRecord) -> str:
         nodes = ",".join(nodes) if isinstance(nodes, list) else str(nodes)
         return f"job {h.get('job_id', '?')} on {nodes}"
     if run.target == "container":
-        return f"container {h.get('name') or h.get('container_id') or '?'}"
+        return f"{h.get('runtime', 'container')} container {h.get('container', '?')} ({h.get('image', '?')})"
     return f"pid {h.get('pid', '?')} (group {h.get('pgid', '?')})" if h else "-"
 
 
@@ -68,15 +68,14 @@ def run_summary(run: store.RunRecord) -> dict[str, Any]:
     }
 
 
-def runs(*, refresh: bool = True) -> list[dict[str, Any]]:
-    """Every recorded run, newest first; live runs are asked of their target first."""
+def runs(limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
+    """The newest ``limit`` runs (all when None) and how many are recorded; live runs are
+    asked of their target first (``hangar status``)."""
     from hangar.launch import runs as launch_runs
 
     with _runs_db() as conn:
-        records = (
-            [s.run for s in launch_runs.refresh(conn)] if refresh else store.list_runs(conn)
-        )
-    return [run_summary(r) for r in records]
+        records = [s.run for s in launch_runs.refresh(conn)]
+    return [run_summary(r) for r in records[:limit]], len(records)
 
 
 def stage_timings(run: store.RunRecord, events: list[store.EventRow]) -> list[dict[str, Any]]:
