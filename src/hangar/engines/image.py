@@ -169,6 +169,12 @@ def inspect_image(
 ) -> Inspection:
     """What the image's vLLM can do, read from its files (cached by image ID)."""
     host = host or driver.host_driver()
+    if runtime == "apptainer" and Path(ref).is_dir():  # a sandbox image: its files as they are
+        sites = find_site_dirs(Path(ref))
+        found = read_installation(name, Path(f"{ref} (sandbox)"), sites, host)
+        return found.model_copy(
+            update={"site_packages": tuple(f"/{s.relative_to(ref)}" for s in sites)}
+        )
     cache = _cache_file(image_id(ref, runtime))
     cached = _read_cache(cache) if use_cache else None
     if cached is not None:

@@ -55,7 +55,8 @@ def runtime_problem(runtime: str, env: dict[str, str]) -> str | None:
 
 def image_present(c: ContainerTarget, image: str) -> bool:
     if c.runtime == "apptainer":
-        return Path(image).is_file() if "://" not in image else False
+        # a .sif file or a sandbox directory; docker://... is pulled at exec time
+        return Path(image).exists() if "://" not in image else False
     from hangar.engines.image import image_present as oci_present
 
     return oci_present(image, c.runtime)
