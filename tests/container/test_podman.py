@@ -137,3 +137,13 @@ def test_a_server_that_crashes_fails_the_launch_with_its_log(
     assert "Traceback" in err.value.error_block or err.value.error_block
     run_id = err.value.run_id
     assert podman("container", "exists", f"hangar-{run_id}", check=False).returncode == 1
+
+
+def test_an_absent_image_to_pull_is_judged_by_its_tag(model_dir: Path) -> None:
+    data = container_deployment(
+        "localhost/hangar-test-absent:v0.33.0", model_dir, free_port(), pull="missing"
+    )
+    report = preflight(deployment_from_data(data, source="test"), with_plan=False)
+    ids = {f.id: f.severity for f in report.findings}
+    assert ids["container.image.pull"] == "warning" and report.ok, ids
+    assert report.engine is not None and report.engine.vllm_version == "0.33.0"

@@ -9,6 +9,7 @@ the host port taken.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -181,14 +182,23 @@ def container_preflight(
     findings += _image_findings(c, image, present)
     found, more = _inspection(image, c) if present else (None, [])
     findings += more + (flag_findings(d, found) if found else [])
-    return _facts(c, present, found), findings
+    return _facts(c, present, found, image), findings
 
 
-def _facts(c: ContainerTarget, present: bool, found: Inspection | None) -> EngineFacts:
+def tag_version(image: str) -> str | None:
+    """``vllm/vllm-openai:v0.33.0`` -> ``0.33.0``: the version of an image not read yet."""
+    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+    match = re.fullmatch(r"v?(\d+\.\d+(?:\.\d+)?)", tag)
+    return match.group(1) if match else None
+
+
+def _facts(c: ContainerTarget, present: bool, found: Inspection | None, image: str) -> EngineFacts:
+    # An image still to be pulled is judged by its tag; a read image by its files.
+    version = found.vllm_version if found else (None if present else tag_version(image))
     return EngineFacts(
         python=Path(c.python),
         exists=present or c.pull == "missing",
-        vllm_version=found.vllm_version if found else None,
+        vllm_version=version,
         vllm_distribution=found.vllm_distribution if found else None,
         torch_version=found.torch_version if found else None,
         torch_cuda=found.torch_cuda if found else None,
