@@ -163,7 +163,7 @@ def _deployment_file(s: Seeded, path: Path, port: int) -> Path:
     path.write_text(
         f'engine = "{s.engine}"\n'
         f'[model]\nid = "{s.model_dir}"\nserved_name = "tiny"\n'
-        '[env]\nFAKE_VLLM_MODE = "slow"\nFAKE_VLLM_DELAY = "4"\n'
+        '[env]\nFAKE_VLLM_MODE = "slow"\nFAKE_VLLM_DELAY = "3"\n'
         f"[target.local]\nport = {port}\nready_timeout_s = 60\nstop_grace_s = 3\n"
     )
     return path
