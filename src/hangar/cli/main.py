@@ -9,6 +9,7 @@ packaged data, 130 interrupted.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import sys
@@ -41,7 +42,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "status": ("hangar.cli.status", "status", "Show launched runs and their state."),
     "logs": ("hangar.cli.logs", "logs", "Show or follow the log of a run."),
-    "stop": ("hangar.cli.stop", "stop", "Stop a run Hangar started (its process group or Slurm job only)."),
+    "stop": (
+        "hangar.cli.stop",
+        "stop",
+        "Stop a run Hangar started (its process group or Slurm job only).",
+    ),
     "clean": ("hangar.cli.clean", "clean", "Remove run dirs, temp files and locks of dead runs."),
     "doctor": ("hangar.cli.doctor", "doctor", "Name the root cause of a failed launch from logs."),
     "workarounds": (
@@ -120,6 +125,21 @@ def _report(message: str) -> None:
     click.echo(f"hangar: error: {printable(message, one_line=True)}", err=True)
 
 
+# A path the user typed that the OS refuses to even look up: a usage error.
+_BAD_NAME_ERRNOS = frozenset({errno.ENAMETOOLONG})
+_SHOWN_PATH = 120
+
+
+def _os_error_line(exc: OSError) -> str:
+    """The file system refused a named path (too long, no permission, a directory where a
+    file was expected): one line naming it, as for any other unusable input."""
+    name = str(exc.filename)
+    shown = (
+        name if len(name) <= _SHOWN_PATH else f"{name[:_SHOWN_PATH]}... ({len(name)} characters)"
+    )
+    return f"{shown}: {exc.strerror or type(exc).__name__}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; map every expected failure to one line and an exit code."""
     from hangar.errors import HangarError
@@ -142,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except OSError as exc:
+        if debug or exc.filename is None:
+            raise
+        _report(_os_error_line(exc))
+        return 2 if exc.errno in _BAD_NAME_ERRNOS else 1
     except Exception as exc:  # the boundary: a bug, reported in one line unless --debug
         if debug:
             raise
