@@ -168,3 +168,13 @@ def test_token_is_required_on_every_request(ui: Ui) -> None:
 def test_pages_answer(ui: Ui, path: str) -> None:
     status, body = get(ui.url + path)
     assert status == 200 and "<nav" in body
+
+
+def test_a_taken_port_is_one_clear_line(ui: Ui) -> None:
+    port = ui.url.rsplit(":", 1)[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "hangar", "ui", "--port", port],
+        check=False, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "Traceback" not in done.stderr

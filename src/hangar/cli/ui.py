@@ -8,7 +8,7 @@ import click
 @click.command("ui")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind; anything but loopback needs --token.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
 @click.option("--token", envvar="HANGAR_UI_TOKEN", default=None,
               help="Required on every request (env HANGAR_UI_TOKEN); needed off loopback.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the dashboard in a browser.")

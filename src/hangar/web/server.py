@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import webbrowser
 
+from hangar.errors import InputError
 from hangar.web.app import create_app
 from hangar.web.security import UiSettings, check_bind
 
@@ -20,6 +22,7 @@ def serve(settings: UiSettings, *, open_browser: bool = False) -> None:
     import uvicorn
 
     check_bind(settings.host, settings.token)
+    check_port_free(settings.host, settings.port)
     warm_up()
     if open_browser:
         url = url_for(settings, with_token=True)
@@ -38,3 +41,17 @@ def warm_up() -> None:
     from hangar.planning.api import make_plan  # noqa: F401
 
     line_chart("warm-up", "x", "y", [("s", [(1.0, 1.0)])])
+
+
+def check_port_free(host: str, port: int) -> None:
+    """One clear line instead of uvicorn's log when the address is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise InputError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                hint=f"hangar ui --port {port + 1 if port < 65535 else 8765}",
+            ) from exc
