@@ -205,3 +205,26 @@ def test_run_page_follows_a_launch_live(
         launcher.kill() if launcher.poll() is None else None
         launcher.wait()
         stop(new[0]["id"]) if new else None
+
+
+def test_report_charts_keep_every_point_inside_the_axes(
+    browser: Any, use_seeded_home: Seeded, tmp_path: Path, shots: Path
+) -> None:
+    """`hangar report` (one offline HTML file) for the same eval runs, opened from disk."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "report.html"
+    a, b, other = use_seeded_home.evals
+    subprocess.run([sys.executable, "-m", "hangar", "report", a, b, other, "-o", str(out)],
+                   check=True, capture_output=True)
+    page = Page(browser, "")
+    try:
+        page.page.goto(out.as_uri(), wait_until="load")
+        charts = charts_inside(page.page)
+        assert len(charts) == 5 + 3  # five vs load, one latency CDF per run
+        assert "None" not in page.page.locator("table").first.inner_text()
+        page.page.screenshot(path=str(shots / "report.png"), full_page=True)
+        assert page.errors == []
+    finally:
+        page.page.close()
