@@ -228,7 +228,7 @@ def comparison_html(comp: Comparison) -> str:
     parts = [f"<h3>{escape(comp.b)} vs {escape(comp.a)}</h3>"]
     if comp.conditions_differ:
         listed = "".join(
-            f"<li>{escape(d.field)}: {escape(repr(d.a))} vs {escape(repr(d.b))}</li>"
+            f"<li>{escape(d.field)}: {escape(_condition(d.a))} vs {escape(_condition(d.b))}</li>"
             for d in comp.conditions_differ
         )
         parts.append(
@@ -248,6 +248,10 @@ def comparison_html(comp: Comparison) -> str:
             + "</details>"
         )
     return "\n".join(parts)
+
+
+def _condition(value: Any) -> str:
+    return "unknown" if value is None else repr(value)
 
 
 def _delta_cell(delta: float, pct: float | None, better: bool | None) -> str:
