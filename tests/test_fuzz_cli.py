@@ -26,8 +26,9 @@ from hypothesis import strategies as st
 
 from hangar.cli.main import main
 
+# CI's fixed budget; HANGAR_FUZZ_EXAMPLES=500 for a deeper run by hand.
 BUDGET = settings(
-    max_examples=12,
+    max_examples=int(os.environ.get("HANGAR_FUZZ_EXAMPLES", "12")),
     deadline=None,
     derandomize=True,
     database=None,  # nothing written outside the test's tmp dirs
@@ -134,6 +135,22 @@ def test_every_command_with_hostile_arguments(
     template: list[str], value: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_cli([value if part == "{}" else part for part in template], capsys)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["plan", "~0", "--gpu", "H100"],
+        ["models", "show", "~0"],
+        ["support", "~0"],
+        ["init", "--no-input", "--model", "~0", "--gpu", "H100", "-o", "h.toml"],
+    ],
+)
+def test_unknown_user_home_is_a_literal_path(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Path('~0').expanduser() raises RuntimeError (no user '0'); found by the fuzzer."""
+    run_cli(argv, capsys)
 
 
 # ------------------------------------------------------------------ config.json

@@ -25,14 +25,12 @@ def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
     """Can each engine run MODEL (a directory, catalog id or hub id), and if not: a nightly
     or newer venv (A), the image the card names (B) or a source build, with the reasons:
     architectures, and every parser, flag, version and install the card's commands name."""
-    from pathlib import Path
-
     from hangar.engines.support import support as check
-    from hangar.models.sources import OFFLINE_BY_USER, hub_unreachable
+    from hangar.models.sources import OFFLINE_BY_USER, expand_user, hub_unreachable
 
     # One short probe before anything asks the hub for the model card: when it fails the
     # process goes offline, instead of huggingface_hub retrying for ~24 s per file.
-    unreachable = None if Path(model).expanduser().exists() else hub_unreachable()
+    unreachable = None if expand_user(model).exists() else hub_unreachable()
     report = check(model, list(engine_names) or None)
     if unreachable and unreachable != OFFLINE_BY_USER:
         click.echo(

@@ -43,7 +43,7 @@ def load_model(ref: str, overrides: Mapping[str, Any] | None = None) -> ModelSpe
         raise InputError(
             "the model is empty", field="MODEL", hint="pass ORG/NAME, a catalog id or a directory"
         )
-    path = Path(ref).expanduser()
+    path = expand_user(ref)
     if path.exists():
         return from_local(path, overrides)
     if _looks_like_path(ref):
@@ -62,6 +62,15 @@ def load_model(ref: str, overrides: Mapping[str, Any] | None = None) -> ModelSpe
     if remote is not None:
         return remote
     raise ModelNotFound(ref, hub=hub_unreachable() if _valid_repo_id(ref) else None)
+
+
+def expand_user(text: str) -> Path:
+    """``~`` and ``~user`` expanded as the shell does; an unknown user (``~0``) stays
+    literal, as in the shell, instead of Path.expanduser's RuntimeError."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:
+        return Path(text)
 
 
 def _looks_like_path(ref: str) -> bool:
