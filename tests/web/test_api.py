@@ -97,6 +97,10 @@ def test_engines_and_workarounds_api(ui: Ui) -> None:
     assert registry["workarounds"] and all(w["upstream"] for w in registry["workarounds"])
     in_range = {w["id"] for w in fake["workarounds"]}
     assert set(registry["engines"]["fake-0.33"]) == in_range
+    consumer = get_json(ui.url + "/api/workarounds/applies?engine=fake-0.33&gpu=rtx4090&gpus=2")
+    assert consumer["gpu"] == "RTX-4090" and "consumer-pcie-tp-p2p" in consumer["applies"]
+    single = get_json(ui.url + "/api/workarounds/applies?engine=fake-0.33&gpu=rtx4090&gpus=1")
+    assert "consumer-pcie-tp-p2p" not in single["applies"]  # TP 1: no P2P between GPUs
 
 
 def test_secrets_are_never_served(ui: Ui) -> None:

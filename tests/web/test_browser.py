@@ -228,3 +228,13 @@ def test_report_charts_keep_every_point_inside_the_axes(
         assert page.errors == []
     finally:
         page.page.close()
+
+
+def test_workarounds_check_by_engine_and_gpu(tab: Page) -> None:
+    page = tab.open("/workarounds")
+    page.get_by_label("Engine").select_option("fake-0.33")
+    page.get_by_label("GPU", exact=True).select_option("RTX-4090")
+    page.get_by_label("GPUs (TP)").fill("2")
+    page.get_by_role("button", name="Check").click()
+    page.wait_for_url("**/workarounds?engine=**")
+    assert "consumer-pcie-tp-p2p" in page.locator("#applies").inner_text()

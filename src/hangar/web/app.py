@@ -165,6 +165,11 @@ def _api_routes(app: FastAPI, settings: UiSettings) -> None:
         """The workaround registry and which entries are in range on each engine."""
         return data.workarounds()
 
+    @app.get("/api/workarounds/applies", tags=["workarounds"])
+    def api_applies(engine: str, gpu: str, gpus: int = 1) -> dict[str, Any]:
+        """The workarounds that apply to ENGINE on GPUS x GPU (TP = GPUS)."""
+        return data.applies_on(engine, gpu, gpus)
+
 
 def _plan_params(query: dict[str, str]) -> dict[str, Any]:
     """Form/query values -> make_plan keywords (empty fields mean 'not given')."""
@@ -244,8 +249,12 @@ def _page_routes(app: FastAPI, templates: Jinja2Templates, settings: UiSettings)
         return _plan_page(page, request, model)
 
     @app.get("/workarounds", include_in_schema=False)
-    def workarounds_page(request: Request) -> HTMLResponse:
-        return page(request, "workarounds.html", "workarounds", **data.workarounds())
+    def workarounds_page(
+        request: Request, engine: str = "", gpu: str = "", gpus: int = 1
+    ) -> HTMLResponse:
+        check = data.applies_on(engine, gpu, gpus) if engine and gpu else None
+        return page(request, "workarounds.html", "workarounds", check=check,
+                    gpu_ids=data.gpu_ids(), **data.workarounds())
 
 
 def _compare_page(

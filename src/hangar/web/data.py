@@ -306,6 +306,27 @@ def workarounds() -> dict[str, Any]:
     }
 
 
+def applies_on(engine: str, gpu: str, gpus: int) -> dict[str, Any]:
+    """The workarounds that apply to ENGINE on GPUS x GPU (the model's own conditions, and
+    host ones such as nvcc or WSL, stay unknown and so do not match)."""
+    from hangar.engines import registry
+    from hangar.hardware import lookup
+    from hangar.workarounds.registry import Facts, applicable
+
+    version = registry.load().get(engine).vllm_version
+    spec = lookup(gpu)
+    facts = Facts(gpu=spec, gpus=gpus, tp=gpus, vllm_version=version,
+                  cuda=spec.vendor == "nvidia")
+    return {"engine": engine, "vllm_version": version, "gpu": spec.id, "gpus": gpus,
+            "applies": [w.id for w in applicable(facts)]}
+
+
+def gpu_ids() -> list[str]:
+    from hangar.hardware import list_gpus
+
+    return [g.id for g in list_gpus()]
+
+
 def _registry() -> Any:
     from hangar.workarounds.registry import load_registry
 
