@@ -245,7 +245,8 @@ def test_two_nodes_ray_mode_forms_the_cluster_and_reaches_vllm(
         p.read_text() for p in run_dir.glob("slurm-*.out")
     )
     assert "--distributed-executor-backend ray" in text or "distributed_executor_backend" in text
-    assert "RAY_ADDRESS=" in text and "VLLM_HOST_IP=" in text
+    head_ip = slurm_cluster.nodes[0].ip
+    assert f"RAY_ADDRESS={head_ip}:31105" in text and f"VLLM_HOST_IP={head_ip}" in text
     assert "does not support ray" in text
     doctor = hangar(slurm_cluster, "doctor", run.id, "--json")
     causes = [c["cause"] for c in json.loads(doctor.stdout)["causes"]]

@@ -130,6 +130,7 @@ case "$ROLE" in
     "${GATE[@]}"
     RAY_PORT=6380
     export RAY_ADDRESS="$HANGAR_HEAD_IP:$RAY_PORT"
+    echo "hangar: Ray ready; vllm serve on $NODE with RAY_ADDRESS=$RAY_ADDRESS"
     SERVE=(/shared/envs/vllm/bin/python -m vllm.entrypoints.cli.main serve org/tiny-llama --host 0.0.0.0 --port 8001 --served-model-name org/tiny-llama --tensor-parallel-size 4 --pipeline-parallel-size 3 --max-model-len 4096 --distributed-executor-backend ray --enforce-eager --wk)
     "${SERVE[@]}" &
     SERVER_PID=$!

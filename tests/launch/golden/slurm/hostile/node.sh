@@ -131,6 +131,7 @@ case "$ROLE" in
     "${GATE[@]}"
     RAY_PORT=6379
     export RAY_ADDRESS="$HANGAR_HEAD_IP:$RAY_PORT"
+    echo "hangar: Ray ready; vllm serve on $NODE with RAY_ADDRESS=$RAY_ADDRESS"
     SERVE=(/opt/engines/vllm-0.32/bin/python -m vllm.entrypoints.cli.main serve '/models/it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓' --host "${VLLM_HOST_IP}" --port 8000 --served-model-name 'it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓' --distributed-executor-backend ray '--chat-template=it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓' 'two
 lines it'"'"'s a "name" '\$'(touch /tmp/hangar-slurm-render-marker) '\`'touch /tmp/hangar-slurm-render-marker'\`' ; touch /tmp/hangar-slurm-render-marker '"'"' " \ ünïcödé ✓' --wk)
     "${SERVE[@]}" &

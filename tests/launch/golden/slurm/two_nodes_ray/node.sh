@@ -126,6 +126,7 @@ case "$ROLE" in
     "${GATE[@]}"
     RAY_PORT=6379
     export RAY_ADDRESS="$HANGAR_HEAD_IP:$RAY_PORT"
+    echo "hangar: Ray ready; vllm serve on $NODE with RAY_ADDRESS=$RAY_ADDRESS"
     SERVE=(/opt/engines/vllm-0.32/bin/python -m vllm.entrypoints.cli.main serve org/tiny-llama --host "${VLLM_HOST_IP}" --port 8000 --served-model-name org/tiny-llama --tensor-parallel-size 4 --pipeline-parallel-size 2 --distributed-executor-backend ray --wk)
     "${SERVE[@]}" &
     SERVER_PID=$!
