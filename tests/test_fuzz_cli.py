@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 
 from hangar.cli.main import main
 
-# CI's fixed budget; HANGAR_FUZZ_EXAMPLES=500 for a deeper run by hand.
+# CI's fixed budget and examples; by hand: HANGAR_FUZZ_EXAMPLES=500 HANGAR_FUZZ_RANDOM=1.
 BUDGET = settings(
     max_examples=int(os.environ.get("HANGAR_FUZZ_EXAMPLES", "12")),
     deadline=None,
-    derandomize=True,
+    derandomize=os.environ.get("HANGAR_FUZZ_RANDOM") != "1",
     database=None,  # nothing written outside the test's tmp dirs
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -206,6 +206,9 @@ values = st.recursive(
 @example(changes={"rope_scaling": {"rope_type": "linear", "factor": "four"}})
 @example(changes={"architectures": ["Llama\x1b]0;owned\x07ForCausalLM"]})
 @example(changes={"quantization_config": "nope"})
+@example(changes={"kv_lora_rank": [None]})  # int([None]) in layers.mla_spec
+@example(changes={"expert_layer_period": 0})  # i % 0
+@example(changes={"interleave_moe_layer_step": "four"})
 def test_config_json(
     changes: dict[str, object], in_tmp: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
