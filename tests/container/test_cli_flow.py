@@ -4,6 +4,7 @@ render -> launch -> stop --purge -> clean."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,16 @@ from .conftest import podman
 from .test_podman import free_port
 
 
-def test_readme_flow(fake_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    image = f"{fake_image}-cli"
-    podman("tag", fake_image, image)
+@pytest.fixture
+def image(fake_image: str) -> Iterator[str]:
+    """A tag of the fake image that `stop --purge` may remove (removed here if it did not)."""
+    ref = f"{fake_image}-cli"
+    podman("tag", fake_image, ref)
+    yield ref
+    podman("rmi", "-f", ref, check=False)
+
+
+def test_readme_flow(image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     model = tmp_path / "tiny"
     model.mkdir()
     (model / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
