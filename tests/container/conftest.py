@@ -117,7 +117,9 @@ def fake_image(containers_conf: Path, tmp_path_factory: pytest.TempPathFactory) 
     ref = f"localhost/hangar-test-fake:{uuid.uuid4().hex[:8]}"
     import_image(ref, fake_vllm_files(), f"PYTHONPATH=/{SITE}", tmp_path_factory.mktemp("img"))
     yield ref
-    podman("rmi", "-f", ref, check=False)
+    tags = podman("images", "--format", "{{.Repository}}:{{.Tag}}", check=False).stdout.split()
+    for tag in [t for t in tags if t.startswith(ref)]:  # with the tests' -purge/-cli tags
+        podman("rmi", "-f", tag, check=False)
 
 
 def container_deployment(
