@@ -365,3 +365,84 @@ def test_log_files(
     run_cli(["doctor", str(folder / name), "--json"], capsys)
     run_cli(["doctor", str(folder)], capsys)
     os.unlink(folder / name)
+
+
+# ------------------------------------------------------------------ server replies
+
+json_values = st.recursive(
+    scalars | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "choices",
+                    "usage",
+                    "text",
+                    "message",
+                    "content",
+                    "finish_reason",
+                    "data",
+                    "id",
+                    "tokens",
+                    "prompt",
+                    "prompt_tokens",
+                    "delta",
+                    "version",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=8,
+)
+PATHS = [
+    "/v1/models",
+    "/v1/completions",
+    "/v1/chat/completions",
+    "/tokenize",
+    "/detokenize",
+    "/version",
+]
+
+
+@settings(BUDGET, max_examples=int(os.environ.get("HANGAR_FUZZ_EXAMPLES", "8")))
+@given(replies=st.dictionaries(st.sampled_from(PATHS), json_values, min_size=1, max_size=3))
+@example(replies={"/v1/chat/completions": {"choices": "nope"}})
+@example(replies={"/detokenize": {"text": "hello"}})
+@example(replies={"/v1/models": {"data": [{"id": "\x1b]0;owned\x07"}]}})
+def test_server_replies(replies: dict[str, object], capsys: pytest.CaptureFixture[str]) -> None:
+    """Wrong JSON shapes from an OpenAI-compatible server: failed checks, never exit 3."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "evaluation"))
+    from fake_server import FakeServer
+
+    server = FakeServer().start()
+    try:
+        server.behaviour.replies.update(replies)
+        run_cli(
+            [
+                "eval",
+                server.url,
+                "--suite",
+                "smoke,structured,perf",
+                "--timeout",
+                "5",
+                "--num-requests",
+                "2",
+                "--concurrency",
+                "1",
+                "--input-len",
+                "8",
+                "--output-len",
+                "4",
+                "--warmup",
+                "0",
+                "--no-store",
+            ],
+            capsys,
+        )
+    finally:
+        server.stop()
