@@ -69,6 +69,7 @@ def test_launch_serve_stop_purge_and_no_secret_anywhere(
     assert json.loads(labels)["io.hangar.run"] == run.id
     run_dir = Path(run.run_dir)
     env_file = run_dir / "container.env"
+    refresh(open_store())  # a status look that sees the container
     assert not env_file.exists()  # written 0600 at submit, gone once the container exists
     inside = podman("container", "inspect", "--format", "{{json .Config.Env}}", name).stdout
     assert f"HF_TOKEN={SECRET}" in json.loads(inside)
