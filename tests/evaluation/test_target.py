@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fake_server import FakeServer
 
 from hangar.errors import InputError
 from hangar.evaluation.target import resolve_target
@@ -103,3 +104,23 @@ def test_run_id_from_the_launch_table(hangar_home: Path) -> None:
 def test_unknown_run_id() -> None:
     with pytest.raises(InputError, match="run id is unknown"):
         resolve_target("run-nope")
+
+
+def test_eval_of_a_deployment_file_reaches_its_port_and_served_name(
+    fake: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Acceptance (issue 13): `hangar eval hangar.toml` talks to the declared server."""
+    from fake_server import MODEL
+
+    from hangar.cli.main import main
+
+    port = fake.server_address[1]
+    path = tmp_path / "hangar.toml"
+    path.write_text(
+        f'[model]\nid = "org/some-model"\nserved_name = "{MODEL}"\n'
+        f"[target.local]\nport = {port}\n"
+    )
+    assert main(["eval", str(path), "--suite", "smoke", "--json", "--no-store"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["suites"]["smoke"]["status"] == "pass"
+    assert doc["snapshot"]["model"] == MODEL and f":{port}" in doc["snapshot"]["base_url"]
