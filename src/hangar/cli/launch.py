@@ -15,7 +15,7 @@ from hangar.cli.preflight import deployment_options, overrides, render_findings
 @click.option(
     "--target",
     "kind",
-    type=click.Choice(["local", "slurm"]),
+    type=click.Choice(["local", "slurm", "container"]),
     help="Override the file's [target] kind (inside a Slurm allocation, `--target local` "
     "runs on the allocation's node).",
 )

@@ -63,7 +63,7 @@ def render_findings(findings: Sequence[Any]) -> None:
 @click.command()
 @click.argument("target", required=False)
 @click.option(
-    "--target", "kind", type=click.Choice(["local", "slurm"]), help="Override [target] kind."
+    "--target", "kind", type=click.Choice(["local", "slurm", "container"]), help="Override [target] kind."
 )
 @deployment_options
 @json_option

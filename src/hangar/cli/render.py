@@ -14,7 +14,7 @@ from hangar.cli.preflight import deployment_options, overrides
 @click.command()
 @click.argument("target", required=False)
 @click.option(
-    "--target", "kind", type=click.Choice(["local", "slurm"]), help="Override [target] kind."
+    "--target", "kind", type=click.Choice(["local", "slurm", "container"]), help="Override [target] kind."
 )
 @click.option(
     "-o",

@@ -6,6 +6,7 @@ import hashlib
 import re
 from pathlib import Path
 
+from hangar.deploy.schema import ContainerTargetSection, Deployment
 from hangar.errors import InputError
 
 
@@ -41,3 +42,21 @@ def engine_key(engine: str) -> str:
         digest = hashlib.sha256(str(Path(engine).expanduser()).encode()).hexdigest()[:12]
         return f"path-{digest}"
     return re.sub(r"[^A-Za-z0-9._-]", "_", engine)
+
+
+def image_of(d: Deployment) -> str:
+    """A container deployment's image: [target.container] image, else its engine's image."""
+    assert isinstance(d.target, ContainerTargetSection)
+    if d.target.container.image:
+        return d.target.container.image
+    from hangar.engines import registry
+
+    entry = None if looks_like_path(d.engine) else registry.load().all().get(d.engine)
+    if entry is None or not entry.image:
+        raise InputError(
+            f"no image: engine {d.engine!r} is not an image engine and "
+            "[target.container] image is unset",
+            field="target.container.image",
+            hint='set image = "REF" or: hangar engines add NAME --image REF',
+        )
+    return entry.image

@@ -156,7 +156,7 @@ def container_preflight(
     d: Deployment, c: ContainerTarget, env: dict[str, str]
 ) -> tuple[EngineFacts | None, list[Finding]]:
     """Engine facts from the image and the ``container.*`` findings."""
-    from hangar.launch.targets.container import image_of
+    from hangar.engines.resolve import image_of
 
     try:
         image = image_of(d)

@@ -17,7 +17,8 @@ from typing import Any
 
 from hangar import proc
 from hangar.deploy.schema import ContainerTargetSection, Deployment, is_secret_name
-from hangar.errors import CommandFailed, HangarError, InputError
+from hangar.engines.resolve import image_of
+from hangar.errors import CommandFailed, HangarError
 from hangar.launch import process
 from hangar.launch.spec import BOOTSTRAP, entrypoint
 from hangar.launch.targets import container_argv as cargv
@@ -52,25 +53,6 @@ def container_name(run_id: str) -> str:
 def section(d: Deployment) -> ContainerTargetSection:
     assert isinstance(d.target, ContainerTargetSection)
     return d.target
-
-
-def image_of(d: Deployment) -> str:
-    """[target.container] image, else the image of the deployment's engine."""
-    c = section(d).container
-    if c.image:
-        return c.image
-    from hangar.engines import registry
-    from hangar.engines.resolve import looks_like_path
-
-    entry = None if looks_like_path(d.engine) else registry.load().all().get(d.engine)
-    if entry is None or not entry.image:
-        raise InputError(
-            f"no image: engine {d.engine!r} is not an image engine and "
-            "[target.container] image is unset",
-            field="target.container.image",
-            hint='set image = "REF" or: hangar engines add NAME --image REF',
-        )
-    return entry.image
 
 
 def local_model_dir(model_id: str) -> Path | None:
