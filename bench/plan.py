@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -119,7 +120,7 @@ def _err(pred: float, real: float) -> float:
 
 def _pct(values: list[float], q: float) -> float:
     values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))] if values else float("nan")
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))] if values else float("nan")
 
 
 def calibrate(path: Path, csv_out: Path | None) -> None:
@@ -162,7 +163,7 @@ def calibrate(path: Path, csv_out: Path | None) -> None:
         print(f"   {title}:")
         for key, label in (("weights", "weights per GPU"), ("kv_gib", "available KV cache GiB"),
                            ("kv_tokens", "KV cache tokens")):
-            vals = [v for v in table[key] if v == v]
+            vals = [v for v in table[key] if not math.isnan(v)]
             print(f"     {label:24} median {statistics.median(vals) * 100:5.1f}%   p90 {_pct(vals, 0.9) * 100:5.1f}%")
     print(f"   verdicts: {false_errors} of {n} launches that started predicted as errors")
     print(f"   KV bytes per token (uniform full-attention/MLA models, logged GiB / logged tokens, "
