@@ -47,8 +47,8 @@ def test_show_text() -> None:
     assert "RTX-4090" in out and "24564 MiB" in out and "source:" in out
 
 
-def test_show_unknown_is_one_line_and_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["gpus", "show", "rtx40"]) == 1
+def test_show_unknown_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gpus", "show", "rtx40"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
     assert err.startswith("hangar: error:") and "unknown GPU 'rtx40'" in err and "RTX-4090" in err

@@ -91,7 +91,7 @@ def test_malformed_config_gives_one_line(tmp_path: Path, content: str, expected:
 
 def test_unknown_gpu_and_model_and_no_gpu() -> None:
     done = run("plan", "Qwen/Qwen3-8B", "--gpu", "H900")
-    assert done.returncode == 1 and "unknown GPU 'H900'" in done.stderr and "H100" in done.stderr
+    assert done.returncode == 2 and "unknown GPU 'H900'" in done.stderr and "H100" in done.stderr
     done = run("plan", "nobody/no-such-model-xyz", "--gpu", "H100")
     assert done.returncode == 1 and "hangar models list" in done.stderr
     done = run("plan", "Qwen/Qwen3-8B")  # no --gpu and no NVIDIA driver here

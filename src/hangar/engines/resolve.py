@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hangar.deploy.schema import ContainerTargetSection, Deployment
 from hangar.errors import InputError
+from hangar.models.sources import expand_user
 
 
 def looks_like_path(engine: str) -> bool:
@@ -17,7 +18,7 @@ def looks_like_path(engine: str) -> bool:
 def resolve_engine(engine: str) -> Path:
     """Interpreter for ``engine``; InputError naming the field when it cannot run locally."""
     if looks_like_path(engine):
-        return Path(engine).expanduser()
+        return expand_user(engine)
     try:
         from hangar.engines import registry
     except ImportError as exc:  # engines not installed in this build
@@ -39,7 +40,7 @@ def resolve_engine(engine: str) -> Path:
 def engine_key(engine: str) -> str:
     """Directory-safe key for per-engine caches (compile caches differ per vLLM/torch build)."""
     if looks_like_path(engine):
-        digest = hashlib.sha256(str(Path(engine).expanduser()).encode()).hexdigest()[:12]
+        digest = hashlib.sha256(str(expand_user(engine)).encode()).hexdigest()[:12]
         return f"path-{digest}"
     return re.sub(r"[^A-Za-z0-9._-]", "_", engine)
 

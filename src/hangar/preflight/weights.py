@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from hangar.models.sources import expand_user
+
 
 class WeightsFacts(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -35,12 +37,12 @@ def hub_cache(env: Mapping[str, str]) -> Path:
 
 
 def is_local_model(model: str) -> bool:
-    return model.startswith(("/", "./", "../", "~")) or Path(model).expanduser().is_dir()
+    return model.startswith(("/", "./", "../", "~")) or expand_user(model).is_dir()
 
 
 def probe_weights(model: str, env: Mapping[str, str], revision: str | None = None) -> WeightsFacts:
     if is_local_model(model):
-        path = Path(model).expanduser()
+        path = expand_user(model)
         config = path / "config.json"
         present = config.is_file()
         return WeightsFacts(

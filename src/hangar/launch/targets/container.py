@@ -24,6 +24,7 @@ from hangar.launch.spec import BOOTSTRAP, entrypoint
 from hangar.launch.targets import container_argv as cargv
 from hangar.launch.targets.base import Observed, RenderContext, Rendered, Stopped
 from hangar.launch.targets.local import LOG_NAME, _spawn
+from hangar.models.sources import expand_user
 from hangar.paths import atomic_write_text, state_dir
 from hangar.planning import serve
 
@@ -56,7 +57,7 @@ def section(d: Deployment) -> ContainerTargetSection:
 
 
 def local_model_dir(model_id: str) -> Path | None:
-    path = Path(model_id).expanduser()
+    path = expand_user(model_id)
     if model_id.startswith(("/", ".", "~")) or path.is_dir():
         return path.resolve()
     return None
@@ -65,9 +66,9 @@ def local_model_dir(model_id: str) -> Path | None:
 def hf_hub_dir(env: dict[str, str]) -> Path:
     """The host's hub cache as huggingface_hub resolves it (constants.py)."""
     if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"]).expanduser()
+        return expand_user(env["HF_HUB_CACHE"])
     home = env.get("HF_HOME") or str(Path(env.get("XDG_CACHE_HOME") or "~/.cache") / "huggingface")
-    return Path(home).expanduser() / "hub"
+    return expand_user(home) / "hub"
 
 
 def build_spec(
