@@ -79,7 +79,7 @@ def _wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     raise RuntimeError(f"vllm serve not ready after {STARTUP_TIMEOUT_S:.0f} s; log: {log}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # only test_real_vllm.py uses it: free it after that module
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServer]:
     python = _vllm_python()
     sys.path.insert(0, str(Path(__file__).parents[1]))

@@ -208,6 +208,11 @@ def _close(ours: float, theirs: float, floor: float = 0.0) -> bool:
     return abs(ours - theirs) <= max(REL * max(ours, theirs), floor)
 
 
+@pytest.mark.skipif(
+    os.environ.get("HANGAR_TEST_FIDELITY") != "1",
+    reason="timing fidelity vs `vllm bench serve` (~100 s): HANGAR_TEST_FIDELITY=1 runs it; "
+    "kept out of CI's 30-minute budget",
+)
 def test_fidelity_against_vllm_bench_serve(vllm_server: RealServer, tmp_path: Path) -> None:
     """hangar perf and ``vllm bench serve`` agree on one server (medians of alternated runs).
 
