@@ -551,7 +551,7 @@ def test_ray_socket_path_length() -> None:
 
 def test_socket_path_budget_matches_ray_source() -> None:
     """The worst case computed equals a path Ray itself would build (node.py naming)."""
-    ray = slurm._checks()["ray"]
+    ray = slurm.checks_data()["ray"]
     session = "session_2026-12-01_12-03-55_123456_4194304"
     assert len(session) == ray["session_name_max_bytes"]
     assert len("session_2026-12-01_12-03-55_123456_1") == ray["session_name_min_bytes"]
