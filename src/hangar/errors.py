@@ -10,14 +10,36 @@ HangarError                 anything Hangar expects and can explain (exit 1)
 ├── NoGpuDetected           no --gpu given and NVML finds no GPU
 └── CommandFailed           a subprocess exited non-zero (argv, code, stdout, stderr)
 
+Interrupted (a KeyboardInterrupt, not a HangarError) is SIGINT, SIGTERM or SIGHUP.
+
 Each error renders as one line; ``hint`` is the command or flag to try next. The exit
 codes (hangar.cli.main, the README's table): 0 ok, 1 expected failure, 2 usage or input
-error, 3 internal error (a bug: rerun with --debug for the traceback), 130 interrupted.
+error, 3 internal error (a bug: rerun with --debug for the traceback; a crash log is
+written), 130 interrupted by SIGINT, 143 by SIGTERM, 129 by SIGHUP (128 + the signal).
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Sequence
+
+# Facts a crash log should carry when they are known (the engine a command drove, ...):
+# set by the stage that learns them, read only by the CLI's crash log.
+CRASH_CONTEXT: dict[str, str] = {}
+
+
+def remember_for_crash_log(key: str, value: str) -> None:
+    CRASH_CONTEXT[key] = value
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal that asks Hangar to stop: raised in the main thread so that what a
+    command started is stopped on the way out (exit 128 + the signal, 130 for Ctrl-C)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.exit_code = 128 + signum
 
 
 class HangarError(Exception):

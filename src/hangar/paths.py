@@ -67,3 +67,8 @@ def runs_root() -> Path:
 def engine_cache_dir(key: str) -> Path:
     """Compile caches per engine (they differ per vLLM/torch build)."""
     return cache_dir() / "engines" / key
+
+
+def crash_dir() -> Path:
+    """Crash logs of internal errors (exit 3), one file each."""
+    return state_dir() / "crash"

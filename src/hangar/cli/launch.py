@@ -21,15 +21,27 @@ from hangar.cli.preflight import deployment_options, overrides, render_findings
 )
 @click.option("--force", is_flag=True, help="Launch even when preflight finds errors.")
 @click.option("--dry-run", is_flag=True, help="Preflight and render only; submit nothing.")
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="Hand the server over right after it is started, without waiting for readiness "
+    "(hangar status shows it become ready). Without it, Ctrl-C, SIGTERM or SIGHUP during "
+    "the wait stop the server.",
+)
 @deployment_options
-def launch(target: str | None, kind: str | None, force: bool, dry_run: bool, **flags: Any) -> int:
-    """Launch a deployment FILE (default ./hangar.toml) or a MODEL and wait until it serves."""
+def launch(
+    target: str | None, kind: str | None, force: bool, dry_run: bool, detach: bool, **flags: Any
+) -> int:
+    """Launch a deployment FILE (default ./hangar.toml) or a MODEL and wait until it serves.
+
+    Until the server is ready, it belongs to this command: an interrupt stops it. Once ready
+    (or at once with --detach) it is handed over to the run record: `hangar stop RUN`."""
     from hangar.deploy.init import deployment_for_cli, with_target_kind
 
     d = with_target_kind(deployment_for_cli(target, overrides(**flags)), kind)
     if dry_run:
         return _dry_run(d, force)
-    return _launch(d, force)
+    return _launch(d, force, detach)
 
 
 def _dry_run(d: Any, force: bool) -> int:
@@ -49,7 +61,7 @@ def _dry_run(d: Any, force: bool) -> int:
     return 0 if report.ok or force else 1
 
 
-def _launch(d: Any, force: bool) -> int:
+def _launch(d: Any, force: bool, detach: bool) -> int:
     from rich.console import Console
 
     from hangar.launch.errors import LaunchFailed, PreflightFailed
@@ -59,7 +71,11 @@ def _launch(d: Any, force: bool) -> int:
     with console.status("preflight") as status:
         try:
             result = run_launch(
-                d, force=force, on_event=_event_printer(console, status), diagnose=_diagnose
+                d,
+                force=force,
+                on_event=_event_printer(console, status),
+                diagnose=_diagnose,
+                detach=detach,
             )
         except PreflightFailed:
             from hangar.preflight.runner import preflight
@@ -73,6 +89,12 @@ def _launch(d: Any, force: bool) -> int:
             raise
     _show_overrides(console, result.rendered)
     run = result.run
+    if detach:
+        click.echo(
+            f"run {run.id} detached while {run.status}; Hangar no longer touches it. "
+            f"follow: hangar status / hangar logs {run.id}; stop with: hangar stop {run.id}"
+        )
+        return 0
     click.echo(
         f"run {run.id} ready at {run.base_url} (model '{result.rendered.served_name}', "
         f"{run.timings.get('submit_to_ready_s', 0):.1f}s); stop with: hangar stop {run.id}"

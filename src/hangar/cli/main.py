@@ -3,8 +3,10 @@
 Subcommands are registered in one literal dict and imported only when used, so
 ``hangar --help`` stays fast (no pydantic, rich or huggingface_hub import).
 Exit codes (also in `hangar --help`): 0 ok, 1 expected failure (HangarError), 2 usage
-error (UsageError, BadValue, click), 3 bug or bad
-packaged data, 130 interrupted.
+error (UsageError, BadValue, click), 3 bug or bad packaged data (a crash log is written
+under the state dir, its path in the message), 130 interrupted (Ctrl-C), 143 SIGTERM,
+129 SIGHUP. TERM and HUP are turned into ``Interrupted`` as Ctrl-C is, so every command
+unwinds and stops what it started.
 """
 
 from __future__ import annotations
@@ -12,7 +14,12 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import platform
+import signal
 import sys
+import time
+import traceback
+from pathlib import Path
 from typing import Any
 
 import click
@@ -96,7 +103,8 @@ EXIT_CODES = (
     "Exit codes: 0 ok; 1 an expected failure (a check failed, a cause was found, a file "
     "or run Hangar cannot use); 2 a usage error (a bad option or value: an unknown GPU, "
     "a malformed URL, a layout vLLM refuses); 3 an internal error, a bug in Hangar "
-    "(rerun with --debug for the traceback and report it); 130 interrupted."
+    "(rerun with --debug for the traceback and report it; the message names its crash "
+    "log); 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP)."
 )
 
 
@@ -146,17 +154,23 @@ def main(argv: list[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(args)
+    previous = _stop_signals_interrupt()
     try:
+        _test_only_internal_error()
         result: Any = cli.main(args=args, prog_name="hangar", standalone_mode=False)
     except HangarError as exc:
         if debug:
             raise
+        if exc.exit_code == 3:  # bad packaged data is a bug too: it gets a crash log
+            log = write_crash_log(args, exc)
+            _report(exc.one_line() + (f" (crash log: {log})" if log else ""))
+            return 3
         _report(exc.one_line())
         return exc.exit_code
     except click.exceptions.Abort:
         return 130
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        return int(getattr(exc, "exit_code", 130))
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
@@ -170,6 +184,92 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # the boundary: a bug, reported in one line unless --debug
         if debug:
             raise
-        _report(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug and report it)")
+        log = write_crash_log(args, exc)
+        where = f"crash log: {log}; " if log else ""
+        _report(
+            f"internal error: {type(exc).__name__}: {exc} ({where}rerun with --debug and "
+            "report it)"
+        )
         return 3
+    finally:
+        _restore_signals(previous)
     return int(result or 0)
+
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    from hangar.errors import Interrupted
+
+    raise Interrupted(signum)
+
+
+def _stop_signals_interrupt() -> dict[int, Any]:
+    """SIGTERM and SIGHUP unwind like Ctrl-C (finally blocks run, what was started is
+    stopped) instead of killing Hangar where it stands."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, _raise_interrupted) for sig in _STOP_SIGNALS}
+
+
+def _restore_signals(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+# Read only by the test suite (tests/test_crash_log.py): the one way to provoke an internal
+# error on purpose, so the crash log is tested without depending on a bug that gets fixed.
+_TEST_CRASH_VAR = "HANGAR_TEST_ONLY_INTERNAL_ERROR"
+
+
+def _test_only_internal_error() -> None:
+    if os.environ.get(_TEST_CRASH_VAR) == "1":
+        raise RuntimeError(f"internal error provoked by {_TEST_CRASH_VAR}")
+
+
+def write_crash_log(args: list[str], exc: BaseException) -> Path | None:
+    """Versions, the masked argv and the traceback of an internal error, written atomically
+    under the state dir (as pre-commit writes pre-commit.log); None if it cannot be written."""
+    from hangar.paths import atomic_write_text, crash_dir
+
+    try:
+        path = crash_dir() / f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        atomic_write_text(path, _crash_text(args, exc), mode=0o600)
+    except Exception:  # noqa: BLE001  the crash log must never hide the error itself
+        return None
+    return path
+
+
+def _crash_text(args: list[str], exc: BaseException) -> str:
+    from hangar.errors import CRASH_CONTEXT
+    from hangar.web import redact
+
+    lines = [
+        "### version information",
+        f"hangar: {_hangar_version()}",
+        f"python: {sys.version.split()[0]} ({sys.executable})",
+        f"os: {platform.platform()}",
+        *(f"{k}: {redact.text(v)}" for k, v in sorted(CRASH_CONTEXT.items())),
+        "",
+        "### command",
+        "hangar " + " ".join(redact.argv(args)),
+        "",
+        "### error",
+        redact.text(f"{type(exc).__name__}: {exc}"),
+        "",
+        "### traceback",
+        redact.text("".join(traceback.format_exception(exc))),
+    ]
+    return "\n".join(lines)
+
+
+def _hangar_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hangar")
+    except PackageNotFoundError:
+        return "unknown"

@@ -22,6 +22,7 @@ Stage = Literal[
     "models",
     "completion",
     "ready",
+    "detached",  # handed over: from here on only `hangar stop` / `hangar clean` touch it
     "failed",
     "stopped",
 ]

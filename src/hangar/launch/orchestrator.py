@@ -10,10 +10,17 @@ Layout of one run (all 0700, under Hangar's state dir)::
     runs/<id>/server.json    the URL, written once the server answered
     runs/<id>/tmp/           the local target's TMPDIR
     deployments/<id>.toml    the deployment while it runs (hangar engines remove reads it)
+    launch.lock              held while a launch checks its port and records its run
+
+Who owns the server: the launching process (its PID, start time and boot id are recorded)
+until it hands the server over, at readiness, or right after submit with ``detach``. Until
+then SIGINT, SIGTERM and SIGHUP stop what was started (a second signal waits for that
+cleanup); afterwards only `hangar stop` / `hangar clean` touch it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -24,18 +31,21 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
 from hangar.deploy.io import render_toml
 from hangar.deploy.schema import Deployment, SlurmTargetSection, is_secret_name
 from hangar.engines.resolve import engine_key
-from hangar.errors import HangarError
+from hangar.errors import HangarError, Interrupted, remember_for_crash_log
 from hangar.launch.errors import LaunchFailed, PreflightFailed, RunNotLive
 from hangar.launch.events import Clock, EventSink, LaunchEvent
 from hangar.launch.readiness import NotReady, wait_ready
 from hangar.launch.targets import Observed, RenderContext, Rendered, Stopped, Target, target_for
+from hangar.launch.targets.local import identity, is_same_process
 from hangar.paths import atomic_write_text, engine_cache_dir, runs_root, state_dir
 from hangar.planning.plan import default_utilization
 from hangar.planning.versions import parse_version
@@ -59,8 +69,18 @@ class LaunchResult(BaseModel):
     rendered: Rendered
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM while a launch waits: handled like Ctrl-C (what was started is stopped)."""
+class PortInUse(HangarError):
+    """Another live run of this Hangar holds the port (checked under the launch lock, so
+    two launches started at the same moment cannot both take it)."""
+
+    def __init__(self, port: int, other: store.RunRecord) -> None:
+        super().__init__(
+            f"port {port} is already used by run {other.id} ({other.status}, {other.label}); "
+            "nothing was started",
+            hint=f"hangar stop {other.id}   or pick another port (--port, target.local.port)",
+        )
+        self.port = port
+        self.other = other.id
 
 
 def deployment_record(run_id: str) -> Path:
@@ -137,35 +157,108 @@ def launch(
     on_event: EventSink | None = None,
     env: Mapping[str, str] | None = None,
     diagnose: Diagnoser | None = None,
+    detach: bool = False,
 ) -> LaunchResult:
-    """Preflight, render, record, submit, wait for real readiness. Raises PreflightFailed /
-    LaunchFailed (the run kept as failed, with its logs and the diagnosis)."""
+    """Preflight, render, record, submit, wait for real readiness, hand the server over.
+    ``detach``: hand it over right after submit, without waiting. Raises PreflightFailed /
+    PortInUse (nothing started) / LaunchFailed (the run kept as failed, with its logs and
+    the diagnosis) / Interrupted (what was started is stopped, the run marked stopped)."""
     clock = Clock()
     sink = on_event or (lambda event: None)
     base_env = dict(os.environ if env is None else env)
     report = checked(d, base_env, force)
     sink(clock.event("preflight", f"{len(report.findings)} findings in {report.seconds:.2f}s"))
     assert report.engine is not None
+    remember_for_crash_log("engine", f"{d.engine}: vLLM {report.engine.vllm_version}")
     conn = connect()
-    run_id = store.new_run_id(conn)
+    run_id, run_dir = _new_run_dir(conn)
     run = _Run(conn, clock, sink, run_id)
     target = target_for(d.target.kind)
-    ctx = context_for(d, report.engine, report, run_id, _private_dir(runs_root() / run_id))
+    ctx = context_for(d, report.engine, report, run_id, run_dir)
     rendered = target.render(d, ctx)
     run.emit("render", f"{d.target.kind}: {len(rendered.files)} files, {rendered.argv[0]}")
-    _record(conn, d, report.engine, ctx, rendered)
-    run.emit("record", str(ctx.run_dir))
-    handle = _submit(run, target, rendered, ctx, {**base_env, **_secrets(d)})
-    with _terminate_as_interrupt():
+    with _StopSignals() as signals:
+        _claim_and_record(conn, d, report.engine, ctx, rendered)
+        run.emit("record", str(ctx.run_dir))
+        with _owned(run, target, d, signals, diagnose):
+            with signals.deferred():  # a signal here waits until the handle is recorded
+                handle = _submit(run, target, rendered, ctx, {**base_env, **_secrets(d)})
+            if not detach:
+                url, timings = _follow(run, target, handle, d, rendered)
+                _ready(run, ctx.run_dir, url, rendered, timings)
+                return LaunchResult(run=run.record(), report=report, rendered=rendered)
+            _hand_over(run, "detached right after submit")
+    return LaunchResult(run=run.record(), report=report, rendered=rendered)
+
+
+def _new_run_dir(conn: Any) -> tuple[str, Path]:
+    """A fresh run id whose directory this process created (mkdir is atomic, so two
+    launches never share an id or a run dir, even when their ids are drawn at once)."""
+    root = runs_root()
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    while True:
+        run_id = store.new_run_id(conn)
         try:
-            url, timings = _follow(run, target, handle, d, rendered)
-        except NotReady as exc:
-            raise _fail(run, target, d, exc.stage, exc.reason, diagnose) from None
-        except BaseException:
-            _abandon(run, target, d, "interrupted during startup")
-            raise
-    _ready(run, ctx.run_dir, url, rendered, timings)
-    return LaunchResult(run=store.get_run(conn, run_id), report=report, rendered=rendered)
+            (root / run_id).mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return run_id, _private_dir(root / run_id)
+
+
+@contextmanager
+def _launch_lock() -> Iterator[None]:
+    path = state_dir() / "launch.lock"
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd closes, even on kill -9
+        yield
+    finally:
+        os.close(fd)
+
+
+def _claim_and_record(
+    conn: Any, d: Deployment, engine: EngineFacts, ctx: RenderContext, rendered: Rendered
+) -> None:
+    """Check that no live run holds the port and record this run, as one step across
+    processes: the recorded row is the port's claim."""
+    try:
+        with _launch_lock():
+            port = host_port(rendered.kind, rendered.base_url)
+            holder = _port_holder(conn, port) if port is not None else None
+            if holder is not None:
+                raise PortInUse(port or 0, holder)
+            _record(conn, d, engine, ctx, rendered)
+    except PortInUse:
+        shutil.rmtree(ctx.run_dir, ignore_errors=True)
+        raise
+
+
+def host_port(kind: str, base_url: str | None) -> int | None:
+    """The port a run binds on this host (local and container runs; Slurm's are remote)."""
+    if kind not in ("local", "container") or not base_url:
+        return None
+    return urlsplit(base_url).port
+
+
+def _port_holder(conn: Any, port: int) -> store.RunRecord | None:
+    for other in store.list_runs(conn, live_only=True):
+        if host_port(other.target, other.base_url) == port and holds_server(other):
+            return other
+    return None
+
+
+def launcher_alive(run: store.RunRecord) -> bool:
+    """The process that launched the run is still alive (the very same process)."""
+    return is_same_process(run.launcher)
+
+
+def holds_server(run: store.RunRecord) -> bool:
+    """A live run that still has (or is about to have) a server: its launcher is still
+    at work, or its target says it runs."""
+    if not run.detached and launcher_alive(run):
+        return True
+    return bool(run.handle) and observe(run).phase in ("queued", "running")
 
 
 class _Run:
@@ -229,6 +322,7 @@ def _row(
         argv_json=json.dumps(list(rendered.argv)),
         status="queued" if d.target.kind == "slurm" else "starting",
         started_at=time.time(),
+        launcher_json=json.dumps({**identity(os.getpid()), "detached": False}),
     )
 
 
@@ -353,8 +447,27 @@ def _ready(
 ) -> None:
     doc = {"url": url, "model": rendered.served_name, "run_id": run.id, "target": rendered.kind}
     atomic_write_text(run_dir / SERVER_FILE, json.dumps(doc, indent=2), mode=0o600)
-    store.update_run(run.conn, run.id, status="ready", timings_json=json.dumps(timings))
+    # Ready and handed over in one write: there is no moment where a kill -9 of the
+    # launcher leaves a ready server that looks orphaned.
+    store.update_run(
+        run.conn,
+        run.id,
+        status="ready",
+        timings_json=json.dumps(timings),
+        launcher_json=_handed_over(run.record(), "handed over at readiness"),
+    )
     run.emit("ready", url)
+
+
+def _handed_over(record: store.RunRecord, how: str) -> str:
+    return json.dumps({**record.launcher, "detached": True, "handover": how})
+
+
+def _hand_over(run: _Run, how: str) -> None:
+    """From here on the server belongs to the run record: signals to this process no
+    longer touch it; `hangar stop` does."""
+    store.update_run(run.conn, run.id, launcher_json=_handed_over(run.record(), how))
+    run.emit("detached", how)
 
 
 def _grace(d: Deployment) -> float:
@@ -389,27 +502,80 @@ def _diagnosis(diagnose: Diagnoser | None, logs: list[Path]) -> str | None:
 
 
 def _abandon(run: _Run, target: Target, d: Deployment, why: str) -> None:
-    target.stop(run.handle, Path(run.record().run_dir), _grace(d))
+    """Stop what was started and mark the run stopped (only while it is still live: a run
+    already marked failed by a refused submit keeps its status)."""
+    record = run.record()
+    if not record.live:
+        return
+    if run.handle:
+        target.stop(run.handle, Path(record.run_dir), _grace(d))
     store.finish_run(run.conn, run.id, "stopped", error=why)
     run.emit("stopped", why, ok=False)
     deployment_record(run.id).unlink(missing_ok=True)
+    shutil.rmtree(Path(record.run_dir) / "tmp", ignore_errors=True)
 
 
 @contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM to `hangar launch` while it waits stops the server it started (no orphan)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise Terminated()
-
-    previous = signal.signal(signal.SIGTERM, handler)
+def _owned(
+    run: _Run, target: Target, d: Deployment, signals: _StopSignals, diagnose: Diagnoser | None
+) -> Iterator[None]:
+    """While the launch owns the server: a readiness failure becomes LaunchFailed, any other
+    way out (a signal, Ctrl-C, a bug) stops what was started. Cleanup defers new signals."""
     try:
         yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    except NotReady as exc:
+        with signals.deferred(then_raise=False):
+            failed = _fail(run, target, d, exc.stage, exc.reason, diagnose)
+        raise failed from None
+    except BaseException as exc:
+        why = f"interrupted by {exc}" if isinstance(exc, Interrupted) else "interrupted"
+        with signals.deferred(then_raise=False):
+            _abandon(run, target, d, f"{why} during startup")
+        raise
+
+
+class _StopSignals:
+    """SIGINT, SIGTERM and SIGHUP raise Interrupted while a launch owns its server; inside
+    ``deferred()`` (submitting, stopping) a signal is held until the block ends, so a second
+    Ctrl-C during cleanup never leaves a half-stopped run. Main thread only (elsewhere
+    Python delivers no signals): there it is a no-op."""
+
+    WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.previous: dict[int, Any] = {}
+        self.depth = 0
+        self.pending: int | None = None
+
+    def __enter__(self) -> Self:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {sig: signal.signal(sig, self._handle) for sig in self.WATCHED}
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.depth:
+            self.pending = self.pending or signum
+            return
+        raise Interrupted(signum)
+
+    @contextmanager
+    def deferred(self, *, then_raise: bool = True) -> Iterator[None]:
+        """Hold signals during the block; then raise the first one held (``then_raise``),
+        or drop it when the caller is already on its way out."""
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        pending, self.pending = self.pending, None
+        if then_raise and pending is not None and self.depth == 0:
+            raise Interrupted(pending)
 
 
 _ERROR_START = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|Error:|error:")
@@ -463,7 +629,7 @@ def stop(run_ref: str | None, *, grace_s: float | None = None) -> tuple[store.Ru
             store.finish_run(conn, run.id, "exited")
             deployment_record(run.id).unlink(missing_ok=True)
         raise RunNotLive(run.id, store.get_run(conn, run.id).status)
-    grace = grace_s if grace_s is not None else _recorded_grace(run)
+    grace = grace_s if grace_s is not None else recorded_grace(run)
     stopped = target_for(run.target).stop(run.handle, Path(run.run_dir), grace)
     store.finish_run(conn, run.id, "stopped")
     store.add_event(conn, run.id, "stopped", time.time(), stopped.detail)
@@ -472,7 +638,7 @@ def stop(run_ref: str | None, *, grace_s: float | None = None) -> tuple[store.Ru
     return store.get_run(conn, run.id), stopped
 
 
-def _recorded_grace(run: store.RunRecord) -> float:
+def recorded_grace(run: store.RunRecord) -> float:
     target = run.deployment.get("target", {})
     return float(target.get(run.target, {}).get("stop_grace_s", 30))
 

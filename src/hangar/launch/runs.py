@@ -4,52 +4,122 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import time
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from hangar.launch import process
-from hangar.launch.orchestrator import deployment_record, observe
+from hangar.launch.orchestrator import deployment_record, launcher_alive, observe, recorded_grace
+from hangar.launch.readiness import health_ok
+from hangar.launch.targets import target_for
 from hangar.paths import runs_root
 from hangar.store import runs as store
 from hangar.store.db import connect
 
 
 class RunState(BaseModel):
+    """A run as it is now, probed rather than read from its record.
+
+    ``state`` is the record's status, or what the probe found instead: ``orphaned`` (its
+    launcher died before handing the server over, the server still runs: `hangar clean`
+    stops it) or ``unresponsive`` (ready, its process alive, the endpoint does not answer).
+    """
+
     model_config = ConfigDict(frozen=True)
 
     run: store.RunRecord
     alive: bool
     pids: tuple[int, ...]  # local runs: the processes carrying the run's marker
     detail: str = ""  # e.g. Slurm's pending reason
+    state: str = ""
+    fix: str = ""
+
+    @property
+    def shown(self) -> str:
+        return self.state or self.run.status
 
 
 def open_store() -> sqlite3.Connection:
     return connect()
 
 
+def _handle(run: store.RunRecord) -> dict[str, Any]:
+    # A local server carries the run id as its marker, so it is found even when the
+    # launcher died between starting it and recording its handle.
+    return run.handle or ({"run_id": run.id} if run.target == "local" else {})
+
+
 def _state(run: store.RunRecord) -> RunState:
-    if not run.live or not run.handle:
+    handle = _handle(run)
+    if not run.live or not handle:
         return RunState(run=run, alive=False, pids=())
-    obs = observe(run)
-    pids = process.run_processes(run.id, run.handle.get("pgid")) if run.target == "local" else []
-    return RunState(
-        run=run, alive=obs.phase in ("queued", "running"), pids=tuple(pids), detail=obs.reason
-    )
+    obs = target_for(run.target).status(handle, Path(run.run_dir))
+    pids = process.run_processes(run.id, handle.get("pgid")) if run.target == "local" else []
+    alive = obs.phase in ("queued", "running")
+    state = RunState(run=run, alive=alive, pids=tuple(pids), detail=obs.reason)
+    if alive and not run.detached and run.launcher and not launcher_alive(run):
+        return state.model_copy(
+            update={
+                "state": "orphaned",
+                "fix": f"hangar clean   (stops it)   or   hangar stop {run.id}",
+                "detail": f"its launcher (pid {run.launcher.get('pid')}) died while starting",
+            }
+        )
+    if alive and run.status == "ready" and run.base_url and not health_ok(run.base_url, None):
+        return state.model_copy(
+            update={
+                "state": "unresponsive",
+                "fix": f"hangar logs {run.id}   (then hangar stop {run.id})",
+                "detail": f"{run.base_url}/health does not answer",
+            }
+        )
+    return state
 
 
 def refresh(conn: sqlite3.Connection) -> list[RunState]:
-    """Every run with its target's view; live runs that are gone become 'exited'."""
+    """Every run with its target's view; live runs that are gone become 'exited' (or
+    'failed' when their launcher died before the server was ready: lost)."""
     states = []
     for run in store.list_runs(conn):
         state = _state(run)
-        if run.live and run.handle and not state.alive:
-            why = "the server exited on its own" if run.target == "local" else state.detail
-            store.finish_run(conn, run.id, "exited", error=why or "the job left the queue")
-            deployment_record(run.id).unlink(missing_ok=True)
-            state = RunState(run=store.get_run(conn, run.id), alive=False, pids=())
+        if run.live and not state.alive and not _launch_at_work(run):
+            state = _ended(conn, run, state)
+        elif run.live and state.alive and run.status != "ready" and run.detached:
+            state = _promote(conn, run, state)
         states.append(state)
     return states
+
+
+def _launch_at_work(run: store.RunRecord) -> bool:
+    """Its launcher is alive and still owns the run (it records the outcome itself)."""
+    return not run.detached and bool(run.launcher) and launcher_alive(run)
+
+
+def _ended(conn: sqlite3.Connection, run: store.RunRecord, state: RunState) -> RunState:
+    if not run.detached and run.launcher:
+        pid = run.launcher.get("pid")
+        store.finish_run(
+            conn,
+            run.id,
+            "failed",
+            error=f"lost: its launcher (pid {pid}) died while starting and the server is gone",
+        )
+    else:
+        why = "the server exited on its own" if run.target == "local" else state.detail
+        store.finish_run(conn, run.id, "exited", error=why or "the job left the queue")
+    deployment_record(run.id).unlink(missing_ok=True)
+    return RunState(run=store.get_run(conn, run.id), alive=False, pids=())
+
+
+def _promote(conn: sqlite3.Connection, run: store.RunRecord, state: RunState) -> RunState:
+    """A run detached while starting becomes ready once its endpoint answers."""
+    url = run.base_url or (observe(run).base_url or "")
+    if not url or not health_ok(url, None):
+        return state
+    store.update_run(conn, run.id, status="ready", base_url=url)
+    return state.model_copy(update={"run": store.get_run(conn, run.id)})
 
 
 class CleanItem(BaseModel):
@@ -59,9 +129,12 @@ class CleanItem(BaseModel):
     run_id: str | None
     why: str
     container: tuple[str, str] | None = None  # (runtime, container id) to remove
+    orphan: bool = False  # a server whose launcher died while starting: stopped, not removed
 
     @property
     def what(self) -> str:
+        if self.orphan:
+            return f"the orphaned server of run {self.run_id}"
         return (
             f"{self.container[0]} container {self.container[1]}"
             if self.container
@@ -100,7 +173,11 @@ def clean_plan(conn: sqlite3.Connection, *, logs: bool = False) -> list[CleanIte
     states = refresh(conn)
     live = {s.run.id for s in states if s.alive}
     known = {s.run.id: s.run for s in states}
-    items: list[CleanItem] = []
+    items: list[CleanItem] = [
+        CleanItem(run_id=s.run.id, why=s.detail or "orphaned", orphan=True)
+        for s in states
+        if s.state == "orphaned"
+    ]
     root = runs_root()
     for run_dir in sorted(root.iterdir()) if root.is_dir() else []:
         run_id = run_dir.name
@@ -141,7 +218,9 @@ def clean(
     items = clean_plan(conn, logs=logs)
     if not dry_run:
         for item in items:
-            if item.container is not None:
+            if item.orphan and item.run_id is not None:
+                stop_orphan(conn, item.run_id)
+            elif item.container is not None:
                 from hangar.launch.targets.container import remove_container
 
                 remove_container(*item.container)
@@ -152,3 +231,17 @@ def clean(
             else:
                 item.path.unlink(missing_ok=True)
     return items
+
+
+def stop_orphan(conn: sqlite3.Connection, run_id: str) -> None:
+    """Stop a server whose launcher died before handing it over, through its target (the
+    recorded process group and marker, job id or container: never a name), remove its
+    temp dir, and mark the run stopped."""
+    run = store.get_run(conn, run_id)
+    handle = _handle(run)
+    stopped = target_for(run.target).stop(handle, Path(run.run_dir), recorded_grace(run))
+    why = "orphaned (its launcher died while starting); stopped by hangar clean"
+    store.finish_run(conn, run.id, "stopped", error=why)
+    store.add_event(conn, run.id, "stopped", time.time(), f"hangar clean: {stopped.detail}")
+    deployment_record(run.id).unlink(missing_ok=True)
+    shutil.rmtree(Path(run.run_dir) / "tmp", ignore_errors=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
 import sqlite3
 from pathlib import Path
 
@@ -27,7 +29,7 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA foreign_keys=ON")
-        migrate(conn, str(target))
+        _migrate_locked(conn, target)
     except (OSError, sqlite3.DatabaseError) as exc:
         # A file that is not SQLite (or a directory, or no permission) in Hangar's place.
         raise InputError(
@@ -36,3 +38,15 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
             hint=f"move {target} aside (Hangar creates a new one), or set HANGAR_HOME",
         ) from exc
     return conn
+
+
+def _migrate_locked(conn: sqlite3.Connection, target: Path) -> None:
+    # Two Hangar processes opening a new store at once would both read user_version 0 and
+    # run the same steps twice (the second fails half-way): one migrates, the other waits.
+    lock = target.with_name(target.name + ".migrate.lock")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        migrate(conn, str(target))
+    finally:
+        os.close(fd)

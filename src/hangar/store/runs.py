@@ -43,6 +43,18 @@ class RunRecord(BaseModel):
     ended_at: float | None = None
     timings_json: str = "{}"
     error: str | None = None
+    # The launching process: {"pid", "start", "boot"} and "detached" once it handed the
+    # server over (so signals to Hangar no longer touch it).
+    launcher_json: str = "{}"
+
+    @property
+    def launcher(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.launcher_json or "{}")
+        return data
+
+    @property
+    def detached(self) -> bool:
+        return bool(self.launcher.get("detached"))
 
     @property
     def timings(self) -> dict[str, float]:
@@ -93,6 +105,7 @@ _UPDATABLE = frozenset(
         "timings_json",
         "error",
         "vllm_version",
+        "launcher_json",
     }
 )
 

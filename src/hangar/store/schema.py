@@ -84,7 +84,13 @@ CREATE TABLE run_events (
 );
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2))
+# Version 3: who launched the run (PID, start time, boot id) and whether it was handed over
+# (--detach), so `hangar status` can tell a live launch from an orphan after a kill -9.
+_V3 = """
+ALTER TABLE runs ADD COLUMN launcher_json TEXT NOT NULL DEFAULT '{}';
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _V1), (2, _V2), (3, _V3))
 LATEST = MIGRATIONS[-1][0]
 
 

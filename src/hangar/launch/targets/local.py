@@ -1,7 +1,9 @@
 """The local target: ``vllm serve`` in its own process group on this host.
 
-Handle: ``{"run_id", "pid", "pgid"}``. A process belongs to the run only when it carries
-``HANGAR_RUN_ID=<id>`` (launch.process), so a reused PID never gets a signal.
+Handle: ``{"run_id", "pid", "pgid", "start", "boot"}``. A process belongs to the run only
+when it carries ``HANGAR_RUN_ID=<id>`` (launch.process), or is the recorded leader with the
+recorded start time (``/proc/PID/stat`` field 22) since the same boot, so a reused PID
+never gets a signal and never passes for the server.
 """
 
 from __future__ import annotations
@@ -49,11 +51,13 @@ class LocalTarget:
             if name in env:
                 child_env[name] = env[name]
         child = _spawn(rendered.argv, child_env, ctx.run_dir)
-        return {"run_id": ctx.run_id, "pid": child.pid, "pgid": child.pid}
+        return {"run_id": ctx.run_id, "pgid": child.pid, **identity(child.pid)}
 
     def status(self, handle: dict[str, Any], run_dir: Path) -> Observed:
-        if process.own_child_alive(handle.get("pid")) or process.run_processes(
-            str(handle.get("run_id")), handle.get("pgid")
+        if (
+            process.own_child_alive(handle.get("pid"))
+            or is_same_process(handle)
+            or process.run_processes(str(handle.get("run_id")), handle.get("pgid"))
         ):
             return Observed(phase="running")
         return Observed(phase="exited", reason="the server process exited")
@@ -65,6 +69,37 @@ class LocalTarget:
         count, killed = process.terminate(str(handle.get("run_id")), handle.get("pgid"), grace_s)
         how = "SIGKILL after the grace period" if killed else "SIGTERM"
         return Stopped(signalled=count, forced=killed, detail=f"{count} processes, {how}")
+
+
+def boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks since boot, /proc/PID/stat field 22); None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()  # comm may hold spaces and ')'
+    return int(fields[19]) if len(fields) > 19 and fields[0] not in ("Z", "X") else None
+
+
+def identity(pid: int) -> dict[str, Any]:
+    """What tells this process apart from a later one given the same PID."""
+    return {"pid": pid, "start": start_ticks(pid), "boot": boot_id()}
+
+
+def is_same_process(recorded: dict[str, Any]) -> bool:
+    """The recorded process is alive and is the one recorded (same start time and boot):
+    a PID reused by another process is not mistaken for it."""
+    pid, start = recorded.get("pid"), recorded.get("start")
+    if not isinstance(pid, int) or start is None:
+        return False
+    return start_ticks(pid) == start and recorded.get("boot") == boot_id()
 
 
 def grace_of(d: Deployment) -> float:
