@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
+
+import pynvml  # type: ignore[import-untyped]
+import pytest
+from hardware.nvml_fake import FakeDevice, FakeNvml, h100
 
 from hangar.engines import driver, staticread, tomlio
 from hangar.engines.model import DriverInfo
@@ -120,6 +126,42 @@ def test_driver_compatibility_rules() -> None:
     assert driver.check(None, _host(None), None).status == "unknown"
 
 
-def test_this_host_has_no_driver_or_reports_one() -> None:
-    info = driver.host_driver()
-    assert info.found or "no NVIDIA driver found" in info.reason
+class _Nvml(FakeNvml):
+    """tests/hardware's behavioural NVML plus the CUDA-version call driver.py makes."""
+
+    def __init__(self, devices: list[FakeDevice], *, cuda: int = 12080, **kw: Any) -> None:
+        super().__init__(devices, **kw)
+        self.cuda, self.lost = cuda, False
+
+    def nvmlSystemGetCudaDriverVersion_v2(self) -> int:
+        self._require_init()
+        return self.cuda
+
+    def nvmlDeviceGetName(self, handle: FakeDevice) -> str:  # type: ignore[override]
+        if self.lost:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+        return handle.name  # nvidia-ml-py >= 11.5 returns str
+
+
+def test_host_driver_as_nvml_reports_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    nvml = _Nvml([h100(0), h100(1)], cuda=12080)
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)  # driver.py imports pynvml lazily
+    assert driver._probe_nvml() == DriverInfo(
+        found=True,
+        driver_version="580.95.05",
+        cuda_version="12.8",
+        gpus=("NVIDIA H100 80GB HBM3",) * 2,
+        compute_capabilities=("9.0", "9.0"),
+    )
+    assert not nvml.initialized  # shut down again after the probe
+    nvml.lost = True
+    assert driver._probe_nvml() == DriverInfo(found=False, reason="NVML query failed (GPU is lost)")
+    assert not nvml.initialized
+
+
+def test_host_without_a_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    unloaded = _Nvml([], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
+    monkeypatch.setitem(sys.modules, "pynvml", unloaded)
+    info = driver._probe_nvml()
+    assert info == DriverInfo(found=False, reason="no NVIDIA driver found (Driver Not Loaded)")
+    assert driver.check("12.8", info, "2.9.0").status == "no-driver"

@@ -115,8 +115,27 @@ def test_request_rate_mode(fake: FakeServer) -> None:
 
 
 def test_every_suite_name_is_runnable(fake: FakeServer) -> None:
+    """Each suite on the plain fake (no parsers, text only, no log): the one right status."""
     result = run(fake.url, list(SUITES))
     assert list(result["suites"]) == list(SUITES)
+    assert statuses(result) == {
+        "smoke": "pass",
+        "tools": "not configured",
+        "reasoning": "not configured",
+        "vision": "skipped",
+        "structured": "pass",
+        "logs": "skipped",
+        "perf": "pass",
+    }
+    assert {name: set(checks(result, name)) for name in ("tools", "reasoning", "logs")} == {
+        "tools": {"tool parser"},
+        "reasoning": {"reasoning parser"},
+        "logs": {"server log"},
+    }
+    assert "no server log known" in checks(result, "logs")["server log"]["detail"]
+    perf = checks(result, "perf")
+    assert set(perf) == {"warm-up", "concurrency 1", "concurrency 4"}
+    assert perf["concurrency 4"]["detail"].startswith("6/6 ok")
 
 
 def test_vision_fails_when_the_server_ignores_the_image(fake: FakeServer) -> None:

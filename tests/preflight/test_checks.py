@@ -84,12 +84,12 @@ def test_address_space_limit_is_an_error_only_when_the_hard_limit_is_finite() ->
 
 
 def test_open_files_processes_stack_and_memlock() -> None:
-    assert "host.ulimit.open_files" in _ids(_facts(ulimits=_limit("-n", 1024, 20000)))
-    assert "host.ulimit.processes" in _ids(_facts(ulimits=_limit("-u", 512, 512)))
-    assert "host.ulimit.stack" in _ids(_facts(ulimits=_limit("-s", 1024 * 1024, None)))
+    assert _ids(_facts(ulimits=_limit("-n", 1024, 20000))) == {"host.ulimit.open_files": "warning"}
+    assert _ids(_facts(ulimits=_limit("-u", 512, 512))) == {"host.ulimit.processes": "warning"}
+    assert _ids(_facts(ulimits=_limit("-s", 1024 * 1024, None))) == {"host.ulimit.stack": "warning"}
     memlock = _facts(ulimits=_limit("-l", 8192 * 1024, 8192 * 1024))
-    assert "host.ulimit.locked_memory" not in _ids(memlock)
-    assert "host.ulimit.locked_memory" in _ids(memlock, CheckInput(nodes=2))
+    assert _ids(memlock) == {}  # one node: no RDMA registration, memlock does not matter
+    assert _ids(memlock, CheckInput(nodes=2)) == {"host.ulimit.locked_memory": "warning"}
 
 
 def test_low_space_and_unwritable_dirs() -> None:
@@ -271,6 +271,24 @@ def test_unknown_engine_name_is_a_finding_not_a_crash(tmp_path: Path) -> None:
     assert "host.engine.unknown" in {f.id for f in report.errors()}
 
 
-@pytest.mark.parametrize("gpu", [None, "H100"])
-def test_check_input_accepts_catalog_gpus(gpu: str | None) -> None:
-    CheckInput(gpu=lookup(gpu) if gpu else None)
+@pytest.mark.parametrize(
+    ("gpu", "expected"),
+    [
+        (None, {}),  # a CPU deployment needs no driver
+        ("H100", {"host.gpu.no_driver": "error"}),  # NVIDIA GPUs asked, NVML found none
+        ("MI300X", {}),  # ROCm: the NVIDIA driver check does not apply
+        ("GH200", {"host.gpu.no_driver": "error", "host.platform.unified_memory": "info"}),
+    ],
+)
+def test_gpu_asked_on_a_host_without_the_nvidia_driver(
+    gpu: str | None, expected: dict[str, str]
+) -> None:
+    req = CheckInput(gpu=lookup(gpu) if gpu else None, gpus=2)
+    assert req.gpu == (lookup(gpu) if gpu else None)
+    assert _ids(_facts(), req) == expected
+    if gpu == "H100":
+        finding = host_findings(_facts(), req)[0]
+        assert finding.evidence == "no driver"  # NVML's reason, as probed
+        assert finding.message.startswith("the deployment asks for 2 H100-SXM-80GB GPU(s)")
+    with_driver = _facts(nvidia=NvidiaFacts(available=True, driver_version="570.86.10"))
+    assert "host.gpu.no_driver" not in _ids(with_driver, req)
