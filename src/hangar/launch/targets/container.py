@@ -113,7 +113,7 @@ def build_spec(
             cargv.LABEL_STATE: state_label(),
             cargv.LABEL_IMAGE: image,
         },
-        mounts=cargv.mounts_for(ctx.run_dir, ctx.engine_cache, model_dir, hub),
+        mounts=cargv.mounts_for(ctx.run_dir, ctx.engine_cache, model_dir, hub, c.binds),
         env=run_env,
         env_file=str(ctx.run_dir / ENV_FILE),
         host=c.host,

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Mapping
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict
 
-from hangar.errors import InputError
+from hangar.errors import HangarError, InputError
 
 Runtime = Literal["podman", "docker", "apptainer"]
 
@@ -66,6 +69,7 @@ class ContainerSpec(BaseModel):
     user: str | None  # docker: uid:gid so files in mounts keep the caller's owner
     nvccli: bool
     containall: bool
+    mount_home: bool = False
     pull: Literal["missing", "never"]
     extra_args: tuple[str, ...]
     python: str
@@ -83,19 +87,44 @@ def _check_mount_path(path: str) -> str:
     return path
 
 
+def checked_mounts(mounts: tuple[Mount, ...]) -> tuple[Mount, ...]:
+    """``mounts``, once every source and target is known to fit the bind syntax."""
+    for m in mounts:
+        _check_mount_path(m.src)
+        _check_mount_path(m.dst)
+    return mounts
+
+
+def parse_bind(spec: str) -> Mount:
+    """``SRC[:DST][:ro|rw]`` (validated by the schema) as a Mount; DST defaults to SRC."""
+    src, *rest = spec.split(":")
+    mode = rest.pop() if rest and rest[-1] in ("ro", "rw") else "rw"
+    return Mount(src=src, dst=rest[0] if rest else src, ro=mode == "ro")
+
+
 def mounts_for(
-    run_dir: Path, engine_cache: Path, model_dir: Path | None, hf_hub: Path | None
+    run_dir: Path,
+    engine_cache: Path,
+    model_dir: Path | None,
+    hf_hub: Path | None,
+    binds: tuple[str, ...] = (),
 ) -> tuple[Mount, ...]:
-    """The per-run temp dir, the compile caches, the HF cache and the model (read-only)."""
+    """The per-run temp dir, the compile caches, the HF cache, the model (read-only) and
+    the deployment's own binds."""
     out = [Mount(src=str(run_dir / "tmp"), dst=IN_TMP)]
     out += [Mount(src=str(engine_cache / s), dst=f"{IN_CACHE}/{s}") for s in CACHE_SUBDIRS]
-    if hf_hub is not None:
-        out.append(Mount(src=str(hf_hub), dst=IN_HF_HUB))
-    if model_dir is not None:
-        out.append(Mount(src=str(model_dir), dst=IN_MODEL, ro=True))
+    out += data_mounts(model_dir, hf_hub, binds)
     for m in out:
         _check_mount_path(m.src)
     return tuple(out)
+
+
+def data_mounts(model_dir: Path | None, hf_hub: Path | None, binds: tuple[str, ...]) -> list[Mount]:
+    """What vLLM reads: the HF hub cache, a local model (read-only), the user's binds."""
+    out = [Mount(src=str(hf_hub), dst=IN_HF_HUB)] if hf_hub is not None else []
+    if model_dir is not None:
+        out.append(Mount(src=str(model_dir), dst=IN_MODEL, ro=True))
+    return out + [parse_bind(b) for b in binds]
 
 
 def container_env(local_model: bool, hub: bool) -> dict[str, str]:
@@ -184,15 +213,60 @@ def apptainer_argv(spec: ContainerSpec) -> tuple[str, ...]:
     reach vLLM); ``--containall`` also gives a private /tmp, /dev/shm, PID and IPC
     namespace. Either way every path vLLM writes is bound from the run.
     """
+    return (*apptainer_prefix(spec), spec.python, *spec.command)
+
+
+def apptainer_prefix(spec: ContainerSpec) -> tuple[str, ...]:
+    """``apptainer exec [options] IMAGE``: what goes before the command (the Slurm node
+    script puts each of its commands after it)."""
     argv = ["apptainer", "exec"]
     if spec.gpus:
         argv += ["--nv", *(["--nvccli"] if spec.nvccli else [])]
-    argv += ["--containall" if spec.containall else "--cleanenv", "--no-home"]
+    argv += ["--containall" if spec.containall else "--cleanenv"]
+    argv += [] if spec.mount_home else ["--no-home"]
     argv += [a for m in spec.mounts for a in ("--bind", _mount_arg(m))]
     # --env is a key=value map split on ',': values with a comma go through the env file.
-    argv += _env_args({k: v for k, v in spec.env.items() if "," not in v}, "--env")
-    argv += ["--env-file", spec.env_file, *spec.extra_args, spec.image, spec.python]
-    return (*argv, *spec.command)
+    argv += _env_args(apptainer_env_args(spec.env), "--env")
+    return (*argv, "--env-file", spec.env_file, *spec.extra_args, spec.image)
+
+
+def apptainer_env_args(env: Mapping[str, str]) -> dict[str, str]:
+    """The values apptainer's ``--env`` can carry (no ','); the rest go to the env file."""
+    return {k: v for k, v in env.items() if "," not in v}
+
+
+@lru_cache(maxsize=1)
+def pyxis_flags() -> dict[str, str]:
+    """``templates/pyxis.yaml``: pyxis's srun option names, as its args.c registers them."""
+    text = resources.files("hangar.launch.targets").joinpath("templates/pyxis.yaml")
+    data = yaml.safe_load(text.read_text(encoding="utf-8"))
+    flags = data.get("flags") if isinstance(data, dict) and data.get("version") == 1 else None
+    if not isinstance(flags, dict) or not set(_PYXIS_KEYS) <= set(flags):
+        raise HangarError(f"templates/pyxis.yaml: version 1 with flags {', '.join(_PYXIS_KEYS)}")
+    return {k: str(v) for k, v in flags.items()}
+
+
+_PYXIS_KEYS = ("image", "mounts", "workdir", "mount_home", "no_mount_home", "env")
+
+
+def pyxis_srun_args(
+    image: str,
+    mounts: tuple[Mount, ...],
+    workdir: str,
+    env_names: tuple[str, ...],
+    mount_home: bool,
+    extra_args: tuple[str, ...] = (),
+) -> tuple[str, ...]:
+    """The srun options of NVIDIA's Pyxis: the step's command then runs in the image."""
+    f = pyxis_flags()
+    checked_mounts(mounts)
+    argv = [f"{f['image']}={image}"]
+    if mounts:
+        # one ','-separated list; mount flags after the second ':' ("+"-separated)
+        argv.append(f"{f['mounts']}=" + ",".join(_mount_arg(m) for m in mounts))
+    argv += [f"{f['workdir']}={workdir}", f["mount_home" if mount_home else "no_mount_home"]]
+    argv += [f"{f['env']}={','.join(env_names)}"] if env_names else []
+    return (*argv, *extra_args)
 
 
 ARGV_BUILDERS: dict[str, Callable[[ContainerSpec], tuple[str, ...]]] = {

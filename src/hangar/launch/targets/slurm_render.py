@@ -95,10 +95,18 @@ from typing import Any
 import jinja2
 import yaml
 
-from hangar.deploy.schema import Deployment, SlurmTarget, SlurmTargetSection, is_secret_name
+from hangar.deploy.schema import (
+    Deployment,
+    SlurmContainer,
+    SlurmTarget,
+    SlurmTargetSection,
+    is_secret_name,
+)
 from hangar.errors import HangarError
 from hangar.launch.spec import entrypoint
+from hangar.launch.targets import container_argv as cargv
 from hangar.launch.targets.base import RenderContext, Rendered, RenderedFile
+from hangar.launch.targets.container import PASS_THROUGH_SECRETS
 from hangar.planning import serve
 
 JOB_FILE = "job.sbatch"
@@ -124,7 +132,31 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SENTINEL = re.compile("\x00([A-Z_]+)\x00")
 # Runtime values a template may expand (see the module docstring).
 RUNTIME_NAMES = frozenset(
-    {"HEAD_IP", "HANGAR_HEAD_IP", "VLLM_HOST_IP", "JOB_TMP", "OBJECT_STORE_BYTES", "RAY_PID"}
+    {
+        "HEAD_IP",
+        "HANGAR_HEAD_IP",
+        "VLLM_HOST_IP",
+        "JOB_TMP",
+        "OBJECT_STORE_BYTES",
+        "RAY_PID",
+        "TMP_ROOT",
+        "HANGAR_HF_HUB",
+    }
+)
+# apptainer --cleanenv: what `--env` cannot carry goes into this file in the job's private
+# temp dir, written 0600 by node.sh on each node (secrets never leave the job's memory
+# for the shared run dir).
+CONTAINER_ENV_FILE = "container.env"
+# Set by Slurm in each step for the GPUs it gave (gres.conf); --cleanenv would drop them.
+GPU_VISIBILITY = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+# What node.sh reads from the batch step's environment: pyxis keeps them over an image's ENV.
+BATCH_EXPORTS = (
+    "HANGAR_HEAD_NODE",
+    "HANGAR_HEAD_IP",
+    "HANGAR_NODES",
+    "HANGAR_KILL_WAIT",
+    "HANGAR_RUN_ID",
+    "HANGAR_RUN_DIR",
 )
 
 
@@ -365,6 +397,8 @@ def node_env(d: Deployment, ctx: RenderContext, mode: str) -> list[tuple[str, st
     }
     if _is_local_model(d.model.id):
         env["HF_HUB_OFFLINE"] = "1"
+    elif _runtime_is(d, "pyxis"):
+        env["HF_HUB_CACHE"] = runtime("HANGAR_HF_HUB")  # the bound dir, whatever the image sets
     if mode == "ray":
         env["RAY_AUTH_MODE"] = "disabled"  # Ray >= 2.59 token trap (multinode.md §1.10)
         # Ray >= 2.57.1 drains a node for up to 30 s on SIGTERM (ray_constants.py:41), as
@@ -385,7 +419,168 @@ def node_env(d: Deployment, ctx: RenderContext, mode: str) -> list[tuple[str, st
 
 
 def _python(d: Deployment, ctx: RenderContext) -> str:
+    """The interpreter that runs vLLM and Ray: the image's, or the engine's on the nodes."""
+    c = _container(d)
+    if c is not None:
+        return c.python
     return _slurm(d).python or str(ctx.engine.python)
+
+
+def helper_python(d: Deployment, ctx: RenderContext, where: str) -> str:
+    """The interpreter of hangar_node.py (standard library only, Python 3.8+): on the
+    host beside a container (the batch step; apptainer's node.sh) ``target.slurm.python``
+    or ``python3``; inside pyxis's container, the image's."""
+    c = _container(d)
+    if c is None:
+        return _python(d, ctx)
+    if where == "node" and c.runtime == "pyxis":
+        return c.python
+    return _slurm(d).python or "python3"
+
+
+# --- containers on the nodes -----------------------------------------------------------
+
+
+def _container(d: Deployment) -> SlurmContainer | None:
+    t = d.target
+    return t.container if isinstance(t, SlurmTargetSection) else None
+
+
+def _runtime_is(d: Deployment, name: str) -> bool:
+    c = _container(d)
+    return c is not None and c.runtime == name
+
+
+def _hub_bound(d: Deployment) -> bool:
+    """A container sees the HF hub cache through a bind unless the model is a local path."""
+    return _container(d) is not None and not _is_local_model(d.model.id)
+
+
+def hub_dir(d: Deployment) -> str:
+    """The hub cache the deployment's [env] names ("" = resolved in the job the way
+    huggingface_hub does: HF_HUB_CACHE, else HF_HOME/hub, else ~/.cache/huggingface/hub)."""
+    if d.env.get("HF_HUB_CACHE"):
+        return d.env["HF_HUB_CACHE"]
+    return f"{d.env['HF_HOME']}/hub" if d.env.get("HF_HOME") else ""
+
+
+def _model_arg(d: Deployment) -> str:
+    # apptainer binds a local model at the one-host target's path; pyxis at its own path
+    local = _is_local_model(d.model.id) and _runtime_is(d, "apptainer")
+    return cargv.IN_MODEL if local else d.model.id
+
+
+def container_env(d: Deployment, ctx: RenderContext, mode: str) -> dict[str, str]:
+    """What vLLM sees under apptainer --cleanenv: node.sh's exports with the job temp dir
+    at /tmp (its bind), the run marker, this node's IP and the bound hub cache."""
+    tmp = runtime("JOB_TMP")
+    env = {k: v.replace(tmp, cargv.IN_TMP) for k, v in node_env(d, ctx, mode)}
+    # vLLM's config and usage files default to $XDG_*_HOME under a home not bound (--no-home)
+    env = {
+        "XDG_CACHE_HOME": f"{cargv.IN_TMP}/.cache",
+        "XDG_CONFIG_HOME": f"{cargv.IN_TMP}/.config",
+        **env,
+    }
+    env["HANGAR_RUN_ID"] = ctx.run_id
+    env.setdefault("VLLM_HOST_IP", runtime("VLLM_HOST_IP"))
+    if _hub_bound(d):
+        env["HF_HUB_CACHE"] = cargv.IN_HF_HUB
+    return env
+
+
+def container_pass_env(d: Deployment, ctx: RenderContext) -> tuple[str, ...]:
+    """Names whose values node.sh copies from its environment into the container: the
+    secrets (from the submitting shell) and the GPUs Slurm gave the step."""
+    return (*sorted(set(secret_env(d, ctx)) | set(PASS_THROUGH_SECRETS)), *GPU_VISIBILITY)
+
+
+def _apptainer_mounts(d: Deployment, ctx: RenderContext) -> tuple[cargv.Mount, ...]:
+    c = _container(d)
+    assert c is not None
+    local = _is_local_model(d.model.id)
+    mounts = (
+        cargv.Mount(src=runtime("JOB_TMP"), dst=cargv.IN_TMP),
+        cargv.Mount(src=str(ctx.run_dir), dst=str(ctx.run_dir), ro=True),  # hangar_node.py
+        *cargv.data_mounts(
+            Path(d.model.id) if local else None,
+            None if local else Path(runtime("HANGAR_HF_HUB")),
+            c.binds,
+        ),
+    )
+    return cargv.checked_mounts(mounts)
+
+
+def apptainer_spec(
+    d: Deployment, ctx: RenderContext, mode: str, extra_env: Mapping[str, str]
+) -> cargv.ContainerSpec:
+    """The one-host target's spec, as one node of the job needs it (argv: one builder)."""
+    c, s = _container(d), _slurm(d)
+    assert c is not None
+    return cargv.ContainerSpec(
+        runtime="apptainer",
+        image=str(c.image),
+        name=f"hangar-{ctx.run_id}",
+        labels={},
+        mounts=_apptainer_mounts(d, ctx),
+        env={**container_env(d, ctx, mode), **extra_env},
+        env_file=f"{runtime('JOB_TMP')}/{CONTAINER_ENV_FILE}",
+        host=s.host or "",
+        port=s.port,
+        gpus="all",  # --nv: the step's GPUs, as Slurm gave them (CUDA_VISIBLE_DEVICES)
+        ipc_host=False,
+        shm_size=None,
+        rootless=False,
+        user=None,
+        nvccli=c.nvccli,
+        containall=c.containall,
+        mount_home=c.mount_home,
+        pull="never",
+        extra_args=c.extra_args,
+        python=c.python,
+        command=(),
+    )
+
+
+def _wrap(
+    d: Deployment, ctx: RenderContext, argv: list[str], extra_env: Mapping[str, str] | None = None
+) -> list[str]:
+    """``argv`` (interpreter first) inside ``apptainer exec`` when the deployment says so;
+    pyxis runs the whole node step in the image, so its commands stay as they are."""
+    if not _runtime_is(d, "apptainer"):
+        return argv
+    spec = apptainer_spec(d, ctx, mode_of(d), extra_env or {})
+    return [*cargv.apptainer_prefix(spec), *argv]
+
+
+def pyxis_args(d: Deployment, ctx: RenderContext) -> list[str]:
+    """The srun options that put each node step in the image (identity binds: node.sh,
+    the job temp root, the model, the hub cache and the user's binds keep their paths)."""
+    c = _container(d)
+    if c is None or c.runtime != "pyxis":
+        return []
+    local = _is_local_model(d.model.id)
+    mounts = (
+        cargv.Mount(src=str(ctx.run_dir), dst=str(ctx.run_dir), ro=True),
+        cargv.Mount(src=runtime("TMP_ROOT"), dst=runtime("TMP_ROOT")),
+        *([cargv.Mount(src=d.model.id, dst=d.model.id, ro=True)] if local else []),
+        *(
+            []
+            if local
+            else [cargv.Mount(src=runtime("HANGAR_HF_HUB"), dst=runtime("HANGAR_HF_HUB"))]
+        ),
+        *(cargv.parse_bind(b) for b in c.binds),
+    )
+    names = (*BATCH_EXPORTS, *(() if local else ("HANGAR_HF_HUB",)), *container_pass_env(d, ctx))
+    return list(
+        cargv.pyxis_srun_args(
+            str(c.image),
+            cargv.checked_mounts(mounts),
+            str(ctx.run_dir),
+            names,
+            c.mount_home,
+            c.extra_args,
+        )
+    )
 
 
 def serve_argv(
@@ -401,7 +596,11 @@ def serve_argv(
     if node is None or not node.headless:
         placement.update(host=s.host or runtime("VLLM_HOST_IP"), port=s.port)
     flags = serve.serve_flags(serve.options_for(d, **placement))
-    return [_python(d, ctx), *entrypoint(ctx.engine), d.model.id, *flags, *ctx.applied.args]
+    argv = [_python(d, ctx), *entrypoint(ctx.engine), _model_arg(d), *flags, *ctx.applied.args]
+    # vLLM's Ray executor joins the cluster named by RAY_ADDRESS (node.sh exports it; under
+    # --cleanenv it must be on the container's own env)
+    ray_env = {"RAY_ADDRESS": f"{runtime('HANGAR_HEAD_IP')}:{s.ray_port}"}
+    return _wrap(d, ctx, argv, ray_env if backend == "ray" else None)
 
 
 def mp_rank_argvs(d: Deployment, ctx: RenderContext) -> list[list[str]]:
@@ -493,7 +692,7 @@ def ray_head_argv(d: Deployment, ctx: RenderContext) -> list[str]:
     own += [] if "--include-dashboard" in given else ["--include-dashboard=false"]
     own += [] if "--disable-usage-stats" in given else ["--disable-usage-stats"]
     start = [_python(d, ctx), "-m", "ray.scripts.scripts", "start", "--head"]
-    return [*start, *own, *s.ray_head_args, "--block"]
+    return _wrap(d, ctx, [*start, *own, *s.ray_head_args, "--block"])
 
 
 def ray_worker_argv(d: Deployment, ctx: RenderContext) -> list[str]:
@@ -501,23 +700,34 @@ def ray_worker_argv(d: Deployment, ctx: RenderContext) -> list[str]:
     given = _check_ray_args(s.ray_worker_args, "worker", ray_options()["head_only"])
     address = f"--address={runtime('HANGAR_HEAD_IP')}:{s.ray_port}"
     start = [_python(d, ctx), "-m", "ray.scripts.scripts", "start", address]
-    return [*start, *_ray_common(d, given), *s.ray_worker_args, "--block"]
+    return _wrap(d, ctx, [*start, *_ray_common(d, given), *s.ray_worker_args, "--block"])
 
 
 def ray_gate_argv(d: Deployment, ctx: RenderContext) -> list[str]:
     s, r = _slurm(d), d.resources
     timeout = min(RAY_GATE_MAX_S, s.ready_timeout_s)
-    return [
-        _python(d, ctx),
-        str(ctx.run_dir / HELPER_FILE),
-        "ray-wait",
-        f"--address={runtime('HANGAR_HEAD_IP')}:{s.ray_port}",
-        f"--nodes={r.nodes}",
-        f"--gpus={r.nodes * r.gpus}",
-        f"--timeout={timeout:g}",
-        f"--expect-ip={runtime('VLLM_HOST_IP')}",
-        f"--watch-pid={runtime('RAY_PID')}",
-    ]
+    c = _container(d)
+    if c is not None and c.containall:
+        raise RenderError(
+            "containall gives each apptainer its own PID namespace, so the Ray readiness "
+            "gate cannot watch the Ray head it started",
+            hint='remove target.container.containall, or set multinode = "mp"',
+        )
+    return _wrap(
+        d,
+        ctx,
+        [
+            _python(d, ctx),
+            str(ctx.run_dir / HELPER_FILE),
+            "ray-wait",
+            f"--address={runtime('HANGAR_HEAD_IP')}:{s.ray_port}",
+            f"--nodes={r.nodes}",
+            f"--gpus={r.nodes * r.gpus}",
+            f"--timeout={timeout:g}",
+            f"--expect-ip={runtime('VLLM_HOST_IP')}",
+            f"--watch-pid={runtime('RAY_PID')}",
+        ],
+    )
 
 
 def _mode_values(d: Deployment, ctx: RenderContext, mode: str) -> dict[str, object]:
@@ -545,7 +755,6 @@ def _common_values(d: Deployment, ctx: RenderContext, mode: str) -> dict[str, ob
         "mode": mode,
         "run_dir": str(ctx.run_dir),
         "run_id": ctx.run_id,
-        "python": _python(d, ctx),
         "iface": node_iface(d),
         "nodes": d.resources.nodes,
         "gpus": d.resources.gpus,
@@ -564,6 +773,11 @@ def job_values(
     s = _slurm(d)
     return {
         **_common_values(d, ctx, mode),
+        "python": helper_python(d, ctx, "batch"),
+        "hub": _hub_bound(d),
+        "hub_dir": hub_dir(d),
+        "pyxis": pyxis_args(d, ctx),
+        "tmp_root": s.tmp_root or "",
         "sbatch_options": on_sbatch_lines,
         "modules": list(s.modules),
         "port": s.port,
@@ -576,9 +790,18 @@ def job_values(
 
 def node_values(d: Deployment, ctx: RenderContext, mode: str) -> dict[str, object]:
     s = _slurm(d)
+    apptainer = _runtime_is(d, "apptainer")
+    env = container_env(d, ctx, mode) if apptainer else {}
     return {
         **_common_values(d, ctx, mode),
         **_mode_values(d, ctx, mode),
+        "python": helper_python(d, ctx, "node"),
+        "apptainer": apptainer,
+        "container_env": f"{runtime('JOB_TMP')}/{CONTAINER_ENV_FILE}",
+        "file_env": sorted(
+            (k, v) for k, v in env.items() if k not in cargv.apptainer_env_args(env)
+        ),
+        "pass_env": container_pass_env(d, ctx) if apptainer else (),
         "tmp_root": s.tmp_root or "",
         "exports": node_env(d, ctx, mode),
         "set_host_ip": "VLLM_HOST_IP" not in d.env,
