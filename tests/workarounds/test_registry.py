@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hangar.hardware import lookup
+from hangar.models.config import config_features
 from hangar.preflight.workarounds_check import review
 from hangar.workarounds import (
     Facts,
@@ -16,7 +17,6 @@ from hangar.workarounds import (
     apply,
     get,
     load_registry,
-    model_features,
     removal_due,
 )
 
@@ -38,7 +38,7 @@ def test_every_entry_is_cited_dated_and_removable() -> None:
 
 def test_block_fp8_moe_on_sm120_disables_deepgemm_both_ways() -> None:
     config = json.loads((CATALOG / "deepseek-ai__DeepSeek-V3" / "config.json").read_text())
-    facts = Facts(gpu=lookup("rtx5090"), model=model_features(config), cuda=True)
+    facts = Facts(gpu=lookup("rtx5090"), model=config_features(config), cuda=True)
     assert {"sm12x-block-fp8-deepgemm", "sm12x-block-fp8-moe-deepgemm"} <= _ids(facts)
     assert _ids(facts.model_copy(update={"gpu": lookup("H100")})) == set()
 
@@ -112,32 +112,59 @@ def test_review_lists_entries_fixed_by_the_engine_version() -> None:
     assert [w.id for w, _ in review("0.33.0")] == ["no-nvcc-fp8-kv-triton-attention-env"]
 
 
+def _catalog_config(name: str) -> dict[str, object]:
+    return dict(json.loads((CATALOG / name / "config.json").read_text()))
+
+
+DENSE = "meta-llama__Llama-3.1-8B-Instruct"  # bfloat16, no quantization, no experts
+
+
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
         (
-            {
-                "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
-                "n_routed_experts": 256,
-            },
-            ModelFeatures(quantization="fp8", block_fp8=True, moe=True),
+            _catalog_config("deepseek-ai__DeepSeek-V3"),
+            ModelFeatures(quantization="fp8", block_fp8=True, moe=True, dtype="bfloat16"),
         ),
         (
-            {"num_local_experts": 8, "torch_dtype": "bfloat16"},
+            _catalog_config("mistralai__Mixtral-8x7B-Instruct-v0.1"),
             ModelFeatures(moe=True, dtype="bfloat16"),
         ),
         (
             {
+                **_catalog_config(DENSE),
                 "quantization_config": {
                     "quant_method": "compressed-tensors",
                     "config_groups": {
-                        "g": {"weights": {"type": "float", "num_bits": 8, "strategy": "block"}}
+                        "g": {"weights": {"type": "float", "num_bits": 8, "strategy": "block",
+                                          "block_structure": [128, 128]}}
                     },
-                }
+                },
             },
-            ModelFeatures(quantization="compressed-tensors", block_fp8=True),
+            ModelFeatures(quantization="compressed-tensors", block_fp8=True, dtype="bfloat16"),
+        ),
+        (
+            {
+                **_catalog_config(DENSE),
+                "quantization_config": {
+                    "quant_method": "compressed-tensors",
+                    "config_groups": {
+                        "g": {"weights": {"type": "float", "num_bits": 8, "strategy": "channel"}}
+                    },
+                },
+            },
+            ModelFeatures(quantization="compressed-tensors", block_fp8=False, dtype="bfloat16"),
+        ),
+        (
+            {**_catalog_config(DENSE), "quantization_config": {"quant_method": "fp8"}},
+            ModelFeatures(quantization="fp8", block_fp8=False, dtype="bfloat16"),
         ),
     ],
 )
 def test_model_features(config: dict[str, object], expected: ModelFeatures) -> None:
-    assert model_features(config) == expected
+    """Features come from the same parse as the plan's ModelSpec (one reader)."""
+    assert config_features(config) == expected
+
+
+def test_a_config_hangar_cannot_read_has_no_features() -> None:
+    assert config_features({"architectures": "LlamaForCausalLM"}) is None

@@ -14,7 +14,6 @@ JSON contract (``hangar support --json``): docs/containers.md#support.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -26,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from hangar.engines import card, inventory, registry
 from hangar.engines.model import Engine, Inspection
 from hangar.errors import HangarError
-from hangar.planning.versions import parse_version
+from hangar.planning.versions import VllmVersion
 
 Support = Literal["native", "transformers"]
 Recommendation = Literal["stay", "A", "B", "source", "unknown"]
@@ -144,7 +143,7 @@ def model_facts(ref: str) -> ModelFacts:
         images=asks.images,
         card_source=source,
         asks=asks,
-        remote_code=_has_auto_map(spec.local_dir),
+        remote_code=spec.remote_code,
     )
 
 
@@ -154,14 +153,6 @@ def _guides(local_dir: Path | None) -> list[str]:
         return []
     names = sorted(p for p in local_dir.glob("*.md") if p.name != "README.md")
     return [p.read_text(encoding="utf-8", errors="replace") for p in names[:8]]
-
-
-def _has_auto_map(local_dir: Path | None) -> bool:
-    try:
-        config = json.loads((local_dir / "config.json").read_text()) if local_dir else {}
-    except (OSError, ValueError):
-        return False
-    return isinstance(config, dict) and bool(config.get("auto_map"))
 
 
 class _Frozen(BaseModel):
@@ -229,9 +220,8 @@ def missing(facts: ModelFacts, found: Inspection, parsers: dict[str, ParserCheck
 
 
 def _older(have: str, want: str, exact: bool) -> bool:
-    try:
-        h, w = parse_version(have), parse_version(want)
-    except ValueError:
+    h, w = VllmVersion.parse_or_none(have), VllmVersion.parse_or_none(want)
+    if h is None or w is None:
         return False
     return h != w if exact else h < w
 

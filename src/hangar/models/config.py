@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hangar.errors import InputError
+from hangar.models.features import ModelFeatures, feature_tags, model_features
 from hangar.models.fields import Config, Reader, first, model_type_of, text_config
 from hangar.models.layers import (
     layer_mixers,
@@ -414,6 +415,7 @@ def parse_config(
         "mtp_layers": _mtp_layers(cfg),
         "checkpoint_bytes": checkpoint_bytes,
         "is_pooling": _is_pooling(archs, model_type_of(full) or model_type_of(cfg)),
+        "remote_code": bool(full.get("auto_map")),  # classes shipped with the model
         "num_params": 0,
         "weight_bytes": 0,
     }
@@ -424,7 +426,7 @@ def parse_config(
         update={
             "num_params": loaded_params(draft),
             "weight_bytes": loaded_weight_bytes(draft),
-            "features": features(draft),
+            "features": feature_tags(draft),
         }
     )
 
@@ -457,34 +459,15 @@ def _is_pooling(archs: list[str], model_type: str) -> bool:
     return bool(archs) and all(pooling(a) for a in archs)
 
 
-def features(spec: ModelSpec) -> tuple[str, ...]:
-    out: list[str] = []
-    if spec.mla:
-        out.append("mla")
-    elif not spec.kv_layers:
-        pass  # attention-free
-    elif spec.num_kv_heads == 1:
-        out.append("mqa")
-    elif spec.num_kv_heads < spec.num_attention_heads:
-        out.append("gqa")
-    else:
-        out.append("mha")
-    kinds = set(spec.layer_types)
-    if spec.moe:
-        out.append(f"moe({spec.moe.num_experts}x top{spec.moe.top_k})")
-    if "sliding_attention" in kinds:
-        out.append("sliding-window")
-    if "chunked_attention" in kinds:
-        out.append("chunked-attention")
-    if spec.mamba:
-        out.append(f"hybrid-{spec.mamba.kind}" if spec.kv_layers else spec.mamba.kind)
-    if spec.vision:
-        out.append("multimodal")
-    if spec.quant:
-        out.append(f"quant:{spec.quant.method}")
-    if spec.is_pooling:
-        out.append("pooling")
-    return tuple(out)
+def config_features(full: Config, path: str = "config.json") -> ModelFeatures | None:
+    """The workaround features of a config.json read outside ``load_model`` (preflight's copy
+    of the weights), through the same parse; None when Hangar cannot read the config (the
+    plan's finding says why), so no workaround is guessed for an unknown model."""
+    try:
+        spec = parse_config(full, model_id=path, source="local", path=path)
+    except InputError:
+        return None
+    return model_features(spec)
 
 
 def load_config_file(path: Path) -> dict[str, Any]:

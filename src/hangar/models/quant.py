@@ -97,6 +97,7 @@ def _compressed_tensors(qc: Mapping[str, Any]) -> QuantSpec:
         if isinstance(block, list) and len(block) == 2
         else None,
         weight_format=weight_format,
+        weight_strategy=str(weights["strategy"]) if weights.get("strategy") else None,
         activation_scheme=(f"{acts.get('type')}{acts.get('num_bits')}" if acts else "none"),
         modules_not_converted=tuple(str(m) for m in qc.get("ignore") or []),
     )

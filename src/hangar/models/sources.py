@@ -28,6 +28,7 @@ import yaml
 
 from hangar.errors import InputError, ModelNotFound
 from hangar.models.config import load_config_file, parse_config
+from hangar.models.hfcache import repo_cache_dir
 from hangar.models.spec import ModelSpec
 
 # huggingface_hub's HTTP errors subclass OSError (requests/httpx) or ValueError (validation).
@@ -256,23 +257,12 @@ def _valid_repo_id(ref: str) -> bool:
     return 1 <= len(parts) <= 2 and all(p and not p.startswith(".") for p in parts)
 
 
-def _hf_cache_root() -> Path:
-    """huggingface_hub's cache directory (constants.HF_HUB_CACHE): HF_HUB_CACHE, else
-    HF_HOME/hub, else XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    if os.environ.get("HF_HOME"):
-        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "huggingface" / "hub"
-
-
 def _from_hf_cache(ref: str, overrides: Mapping[str, Any] | None = None) -> ModelSpec | None:
     if not _valid_repo_id(ref):
         return None
     # the repo folder ("models--org--name") must exist before huggingface_hub is worth
     # importing (a quarter of a second on a cold process)
-    if not (_hf_cache_root() / ("models--" + ref.replace("/", "--"))).is_dir():
+    if not repo_cache_dir(ref).is_dir():
         return None
     from huggingface_hub import try_to_load_from_cache
 

@@ -71,6 +71,7 @@ class QuantSpec(_Frozen):
     group_size: int | None = None
     weight_block_size: tuple[int, int] | None = None
     weight_format: str | None = None  # float8 / int4 / nvfp4 / mxfp4 / int8 ...
+    weight_strategy: str | None = None  # compressed-tensors: tensor / channel / group / block
     activation_scheme: str | None = None
     kv_cache_quant: str | None = None
     expert_format: str | None = (
@@ -125,7 +126,8 @@ class ModelSpec(_Frozen):
     num_params: int  # computed from the dimensions (whole checkpoint, loaded part)
     weight_bytes: int  # exact when checkpoint_bytes is known, else computed
     is_pooling: bool = False
-    features: tuple[str, ...] = ()
+    remote_code: bool = False  # config.json auto_map: classes shipped with the model
+    features: tuple[str, ...] = ()  # models/features.py feature_tags
 
     @property
     def architecture(self) -> str:

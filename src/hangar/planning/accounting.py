@@ -36,7 +36,7 @@ import yaml
 
 from hangar.errors import DataError, UsageError
 from hangar.models.spec import ModelSpec
-from hangar.planning.versions import DEFAULT_VLLM_VERSION, parse_version
+from hangar.planning.versions import DEFAULT_VLLM_VERSION, VllmVersion
 
 GIB = 2**30
 VOCAB_PADDING = 64  # vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
@@ -99,7 +99,7 @@ def _tier(entry: dict[str, Any], where: str) -> Tier:
         raise DataError(f"{where}: unknown key(s) {sorted(unknown)}")
     try:
         return Tier(
-            since=parse_version(str(entry["since"])),
+            since=VllmVersion.parse(str(entry["since"])),
             engine=str(entry["engine"]),
             sampler_copies=float(entry["sampler_copies"]),
             fixed_gib=float(entry["fixed_gib"]),

@@ -8,7 +8,7 @@ from hangar.errors import UsageError
 from hangar.planning.accounting import check_supported_version
 from hangar.planning.plan import Plan, plan
 from hangar.planning.request import PlanRequest
-from hangar.planning.versions import DEFAULT_VLLM_VERSION, parse_version
+from hangar.planning.versions import DEFAULT_VLLM_VERSION, VllmVersion
 
 
 def make_plan(
@@ -42,7 +42,7 @@ def make_plan(
 
     version = vllm_version or DEFAULT_VLLM_VERSION
     try:
-        parsed = parse_version(version)
+        parsed = VllmVersion.parse(version)  # the CLI boundary: a bad value is a usage error
     except ValueError as exc:
         raise UsageError(str(exc), hint="--vllm-version 0.33.0") from exc
     check_supported_version(version, parsed)
@@ -72,7 +72,7 @@ def _auto_fit(first: Plan) -> Plan:
     target = first.verdict_layout or first.recommended
     if target is None or target.memory.max_model_len_fit <= 0:
         return first
-    version = parse_version(first.request.vllm_version)
+    version = VllmVersion.parse(first.request.vllm_version)
     length = min(target.memory.max_model_len_fit, first.model.derived_max_len_for(version))
     request = first.request.model_copy(update={"max_model_len": length})
     return plan(first.model, first.hardware, request)

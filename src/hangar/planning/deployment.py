@@ -3,20 +3,18 @@ would choose for it (``hangar init``). Pure: no host is probed."""
 
 from __future__ import annotations
 
-from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict
 
 from hangar.deploy.schema import Deployment, Parallel
 from hangar.errors import HangarError
 from hangar.planning.plan import Plan, plan
 from hangar.planning.request import PlanRequest
+from hangar.planning.versions import VllmVersion
 
 
-def _version(text: str | None) -> Version | None:
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
+def _version(text: str | None) -> str | None:
+    """The engine's version as the request carries it; an unreadable one plans as the default."""
+    return text.strip() if text and VllmVersion.parse_or_none(text) else None
 
 
 def plan_request(
@@ -32,7 +30,7 @@ def plan_request(
         "quantization": s.quantization,
         "kv_cache_dtype": s.kv_cache_dtype,
         "dtype": s.dtype,
-        "vllm_version": str(version) if version else None,
+        "vllm_version": version,
     }
     layout = {"tp": p.tensor, "pp": p.pipeline, "dp": p.data, "ep": p.expert} if with_layout else {}
     given = {k: v for k, v in optional.items() if v is not None}

@@ -19,7 +19,7 @@ from hangar.planning.accounting import default_accounting
 from hangar.planning.memory import Layout, MemoryResult, pp_partition
 from hangar.planning.request import PlanRequest
 from hangar.planning.tables import table
-from hangar.planning.versions import in_range, parse_version
+from hangar.planning.versions import VllmVersion, in_range
 
 GIB = 2**30
 # The newest read version's tables (the rules use the version-dependent ones through
@@ -54,9 +54,15 @@ def architecture_table() -> dict[str, Any]:
 ADAPTER_SUFFIXES = ("ForSequenceClassification", "ForRewardModeling", "ForEmbedding", "Model")
 
 
+@lru_cache(maxsize=1)
+def _known_registry_versions() -> tuple[tuple[VllmVersion, str], ...]:
+    """The versions whose model registry was read, oldest first (parsed once per process)."""
+    return tuple(sorted((VllmVersion.parse(v), v) for v in architecture_table()["versions"]))
+
+
 def _architecture_facts(architecture: str, version: tuple[int, int, int]) -> dict[str, Any]:
     """Is the architecture in the registry of the newest known vLLM at or below ``version``?"""
-    known = sorted((parse_version(v), v) for v in architecture_table()["versions"])
+    known = _known_registry_versions()
     usable = [v for parsed, v in known if parsed <= version]
     if not usable:
         return {
@@ -73,7 +79,7 @@ def _architecture_facts(architecture: str, version: tuple[int, int, int]) -> dic
         if architecture.endswith(suffix)
     ]
     later = [v for parsed, v in known if parsed > version]
-    unread = later and parse_version(usable[-1]) != version
+    unread = later and VllmVersion.parse(usable[-1]) != version
     if unread and any(
         c in architecture_table()["versions"][later[0]]["registered"] for c in candidates
     ):
@@ -279,7 +285,7 @@ def _rocm_supports(method: str, version: tuple[int, int, int]) -> bool:
 
 def _deprecated(method: str, version: tuple[int, int, int]) -> bool:
     since = quant_table()["methods"].get(method, {}).get("deprecated_from")
-    return bool(method) and since is not None and version >= parse_version(str(since))
+    return bool(method) and since is not None and version >= VllmVersion.parse(str(since))
 
 
 TORCH_DTYPE = {
@@ -323,8 +329,9 @@ def build_facts(
     request: PlanRequest,
     memory: MemoryResult,
     settings: dict[str, Any],
+    version: VllmVersion,
 ) -> dict[str, Any]:
-    version = parse_version(request.vllm_version)
+    """``version`` is ``request.vllm_version`` as ``plan()`` parsed it."""
     cap = hw.gpu.capability_int
     world, world_all = layout.tp * layout.pp, layout.tp * layout.pp * layout.dp
     facts: dict[str, Any] = {
@@ -397,7 +404,7 @@ def build_facts(
     facts.update(_quant_facts(spec, request, version, cap))
     facts.update(_quant_shape_facts(spec, layout, version))
     facts["moe_block_choices"] = _moe_block_choices(spec, hw, facts)
-    facts.update(_memory_facts(memory, facts))
+    facts.update(_memory_facts(memory, facts, version))
     return facts
 
 
@@ -416,8 +423,9 @@ def _gib(value: float, version: tuple[int, int, int]) -> str:
     return f"{value / GIB:.2f}"
 
 
-def _memory_facts(m: MemoryResult, facts: dict[str, Any]) -> dict[str, Any]:
-    version = parse_version(str(facts["vllm_version"]))
+def _memory_facts(
+    m: MemoryResult, facts: dict[str, Any], version: VllmVersion
+) -> dict[str, Any]:
     band = default_accounting().band
     shards = 1
     while (

@@ -28,7 +28,7 @@ from hangar.planning.request import PlanRequest
 from hangar.planning.rules import Finding, RuleSet, default_rules
 from hangar.planning.serve import ServeOptions, serve_command
 from hangar.planning.tables import table
-from hangar.planning.versions import parse_version
+from hangar.planning.versions import VllmVersion
 
 GIB = 2**30
 
@@ -154,8 +154,12 @@ def _v0_batch_defaults(
     return max(max_model_len, 2048), 256
 
 
-def effective_settings(model: ModelSpec, hw: Hardware, request: PlanRequest) -> Settings:
-    version = parse_version(request.vllm_version)
+def effective_settings(
+    model: ModelSpec, hw: Hardware, request: PlanRequest, version: VllmVersion | None = None
+) -> Settings:
+    """vLLM's defaults for what the request leaves open; ``version`` is the request's, parsed
+    once by ``plan()`` (parsed here only for callers outside the planner)."""
+    version = version or VllmVersion.parse(request.vllm_version)
     length = request.max_model_len or model.default_max_len_for(version)
     tokens, seqs = batch_defaults(hw, length, version, request.enable_chunked_prefill)
     prefix = request.enable_prefix_caching
@@ -195,7 +199,7 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _memory_inputs(hw: Hardware, s: Settings, version: str) -> MemoryInputs:
+def _memory_inputs(hw: Hardware, s: Settings, version: VllmVersion) -> MemoryInputs:
     return MemoryInputs(
         memory_bytes=hw.gpu.memory_bytes,
         gpu_memory_utilization=s.gpu_memory_utilization,
@@ -206,7 +210,7 @@ def _memory_inputs(hw: Hardware, s: Settings, version: str) -> MemoryInputs:
         cuda_graphs=s.cuda_graphs,
         prefix_caching=s.prefix_caching,
         unified_memory=hw.gpu.unified_memory,
-        vllm_version=parse_version(version),
+        vllm_version=version,
         enforce_eager=not s.cuda_graphs,
         compute_capability=hw.gpu.compute_capability,
         rocm=hw.gpu.rocm,
@@ -260,10 +264,12 @@ def check_layout(
     s: Settings,
     layout: Layout,
     rules: RuleSet,
+    version: VllmVersion,
 ) -> LayoutPlan:
-    memory = memory_for(model, layout, _memory_inputs(hw, s, request.vllm_version))
-    facts = build_facts(model, hw, layout, request, memory, _settings_facts(s, request))
-    findings = tuple(rules.evaluate(facts))
+    memory = memory_for(model, layout, _memory_inputs(hw, s, version))
+    settings = _settings_facts(s, request, version)
+    facts = build_facts(model, hw, layout, request, memory, settings, version)
+    findings = tuple(rules.evaluate(facts, version))
     return LayoutPlan(
         tp=layout.tp,
         pp=layout.pp,
@@ -278,14 +284,13 @@ def check_layout(
             serve_options(model, layout, s, request),
             hw.nodes,
             hw.gpus_per_node,
-            parse_version(request.vllm_version),
+            version,
             request.head_address,
         ),
     )
 
 
-def _settings_facts(s: Settings, request: PlanRequest) -> dict[str, Any]:
-    version = parse_version(request.vllm_version)
+def _settings_facts(s: Settings, request: PlanRequest, version: VllmVersion) -> dict[str, Any]:
     return {
         "max_model_len": s.max_model_len,
         "gpu_memory_utilization": s.gpu_memory_utilization,
@@ -332,11 +337,12 @@ def plan(
     model: ModelSpec, hardware: Hardware, request: PlanRequest, rules: RuleSet | None = None
 ) -> Plan:
     """Check every candidate layout; the requested one (if any) comes first."""
-    check_supported_version(request.vllm_version, parse_version(request.vllm_version))
+    version = VllmVersion.parse(request.vllm_version)  # once per plan, passed along
+    check_supported_version(request.vllm_version, version)
     ruleset = rules or default_rules()
-    s = effective_settings(model, hardware, request)
+    s = effective_settings(model, hardware, request, version)
     layouts = [
-        check_layout(model, hardware, request, s, lay, ruleset)
+        check_layout(model, hardware, request, s, lay, ruleset, version)
         for lay in candidate_layouts(model, hardware, request)
     ]
     valid = [lay for lay in layouts if lay.valid]
@@ -345,7 +351,7 @@ def plan(
         recommended = (
             layouts[0]
             if layouts and layouts[0].valid
-            else _best_alternative(model, hardware, request, s, ruleset)
+            else _best_alternative(model, hardware, request, s, ruleset, version)
         )
     elif valid:
         recommended = max(valid, key=lambda lay: _rank_key(lay, hardware))
@@ -403,12 +409,18 @@ def recommendation_reason(layout: LayoutPlan, hw: Hardware) -> str:
 
 
 def _best_alternative(
-    model: ModelSpec, hw: Hardware, request: PlanRequest, s: Settings, rules: RuleSet
+    model: ModelSpec,
+    hw: Hardware,
+    request: PlanRequest,
+    s: Settings,
+    rules: RuleSet,
+    version: VllmVersion,
 ) -> LayoutPlan | None:
     """When the requested layout is rejected, recommend the best valid one instead."""
     free = request.model_copy(update={"tp": None, "pp": None, "dp": None, "ep": None})
     options = [
-        check_layout(model, hw, free, s, lay, rules) for lay in candidate_layouts(model, hw, free)
+        check_layout(model, hw, free, s, lay, rules, version)
+        for lay in candidate_layouts(model, hw, free)
     ]
     valid = [lay for lay in options if lay.valid]
     return max(valid, key=lambda lay: _rank_key(lay, hw)) if valid else None

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hangar.errors import DataError
 from hangar.planning.expr import Expression
-from hangar.planning.versions import in_range, parse_version
+from hangar.planning.versions import VllmVersion, in_range
 
 Severity = Literal["error", "warning", "info"]
 HANGAR_PREFIX = "[Hangar] "
@@ -77,8 +77,12 @@ class RuleSet:
             r.id: Expression(r.when, f"{source}: rule '{r.id}' key 'when'") for r in rules
         }
 
-    def evaluate(self, facts: Mapping[str, Any]) -> list[Finding]:
-        version = parse_version(str(facts["vllm_version"]))
+    def evaluate(
+        self, facts: Mapping[str, Any], version: VllmVersion | None = None
+    ) -> list[Finding]:
+        """The findings of every rule whose condition holds; ``version`` is the facts'
+        ``vllm_version`` already parsed (the planner passes it; parsed here otherwise)."""
+        version = version or VllmVersion.parse(str(facts["vllm_version"]))
         findings = []
         for rule in self.rules:
             text = rule.message_for(version)

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 
 from hangar.errors import DataError
-from hangar.planning.versions import in_range, parse_version
+from hangar.planning.versions import VllmVersion, in_range
 
 NAME = "planning/data/tables.yaml"
 REQUIRED = ("fp16_refused", "kv_cache_dtypes", "no_pp_archs")
@@ -29,7 +29,7 @@ def _check_table(name: str, table: Any) -> None:
         where = f"table '{name}' ranges[{i}]"
         if not isinstance(rng, dict) or not isinstance(rng.get("versions"), str):
             raise DataError(f"{NAME}: {where}: needs 'versions' and 'values'")
-        in_range(parse_version("0.33.0"), rng["versions"])  # a bad range fails here
+        in_range(VllmVersion(0, 33, 0), rng["versions"])  # a bad range fails here
         _strings(rng.get("values"), f"{where} key 'values'")
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hangar.errors import NoGpuDetected
 from hangar.hardware.detect import DetectedGpu, detect_local_gpus
+from hangar.models.hfcache import HUB_CACHE_ENV
 from hangar.preflight.engine import EngineFacts
 
 UNLIMITED: int | None = None
@@ -86,8 +87,7 @@ _LIMITS = (
 RELEVANT_ENV = (
     "HF_HUB_OFFLINE",
     "TRANSFORMERS_OFFLINE",
-    "HF_HOME",
-    "HF_HUB_CACHE",
+    *HUB_CACHE_ENV,  # where the engine's huggingface_hub looks for the weights
     "NCCL_SOCKET_IFNAME",
     "GLOO_SOCKET_IFNAME",
     "CUDA_HOME",

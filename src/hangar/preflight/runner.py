@@ -21,10 +21,11 @@ from hangar.deploy.schema import (
 )
 from hangar.errors import HangarError
 from hangar.hardware.spec import GpuSpec
+from hangar.models.config import config_features
 from hangar.paths import engine_cache_dir, runs_root
 from hangar.planning.plan import default_utilization
 from hangar.planning.serve import options_for, serve_flags
-from hangar.planning.versions import DEFAULT_VLLM_VERSION, parse_version
+from hangar.planning.versions import DEFAULT_VLLM_VERSION, VllmVersion
 from hangar.preflight import plan_bridge
 from hangar.preflight.checks import (
     CHECKS,
@@ -48,7 +49,7 @@ from hangar.preflight.probe import (
     stale_temp_files,
 )
 from hangar.preflight.weights import WeightsFacts, probe_weights, read_config
-from hangar.workarounds import Applied, Facts, Workaround, applicable, apply, model_features
+from hangar.workarounds import Applied, Facts, Workaround, applicable, apply
 
 
 class PreflightReport(BaseModel):
@@ -86,11 +87,8 @@ def lookup_gpu(name: str | None) -> GpuSpec | None:
 
 def _default_util(engine: EngineFacts | None) -> float:
     """vLLM's own default for the engine's version (the newest known when unknown)."""
-    try:
-        version = parse_version(engine.vllm_version or "") if engine else None
-    except ValueError:
-        version = None
-    return default_utilization(version or parse_version(DEFAULT_VLLM_VERSION))
+    version = VllmVersion.parse_or_none(engine.vllm_version) if engine else None
+    return default_utilization(version or VllmVersion.parse(DEFAULT_VLLM_VERSION))
 
 
 def bind_address(d: Deployment) -> tuple[str, int]:
@@ -177,7 +175,9 @@ def workaround_facts(
         flashinfer_prebuilt=None if engine is None else engine.flashinfer_prebuilt,
         wsl=host.wsl,
         vllm_version=engine.vllm_version if engine else None,
-        model=model_features(config) if config is not None else None,
+        model=config_features(config, str(weights.config_path or 'config.json'))
+        if config is not None
+        else None,
         kv_cache_dtype=d.serve.kv_cache_dtype,
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from hangar.models.hfcache import repo_cache_dir
 from hangar.models.sources import expand_user
 
 
@@ -25,15 +26,6 @@ class WeightsFacts(BaseModel):
     config_path: Path | None = None
     detail: str = ""
     incomplete: tuple[Path, ...] = ()
-
-
-def hub_cache(env: Mapping[str, str]) -> Path:
-    if env.get("HF_HUB_CACHE"):
-        return Path(env["HF_HUB_CACHE"])
-    if env.get("HF_HOME"):
-        return Path(env["HF_HOME"]) / "hub"
-    xdg = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "huggingface" / "hub"
 
 
 def is_local_model(model: str) -> bool:
@@ -52,7 +44,7 @@ def probe_weights(model: str, env: Mapping[str, str], revision: str | None = Non
             config_path=config if present else None,
             detail=str(path),
         )
-    repo = hub_cache(env) / ("models--" + model.replace("/", "--"))
+    repo = repo_cache_dir(model, env)
     cached = _cached_config(repo, revision)
     incomplete = tuple(sorted((repo / "blobs").glob("*.incomplete"))) if repo.is_dir() else ()
     detail = f"{repo}" + ("" if cached else " (no snapshot with config.json)")

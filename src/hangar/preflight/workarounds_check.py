@@ -6,21 +6,22 @@ import os
 from typing import Any
 
 from hangar.errors import InputError, UsageError
+from hangar.models.config import parse_config
+from hangar.models.features import ModelFeatures, model_features
+from hangar.planning.versions import VllmVersion
 from hangar.workarounds.apply import Applied, apply
-from hangar.workarounds.features import model_features
 from hangar.workarounds.registry import (
     Facts,
     Workaround,
     applicable,
     load_registry,
-    parse_version,
     removal_due,
 )
 
 
 def _checked_version(text: str | None) -> str | None:
     """A --vllm-version that no rule can compare would silently match nothing."""
-    if text is not None and parse_version(text) is None:
+    if text is not None and VllmVersion.parse_or_none(text) is None:
         raise UsageError(
             f"not a vLLM version: {text!r}", hint="e.g. --vllm-version 0.33.0 (hangar engines list)"
         )
@@ -72,12 +73,13 @@ def facts_from_flags(
     )
 
 
-def _features(model: str | None) -> Any:
+def _features(model: str | None) -> ModelFeatures | None:
     if model is None:
         return None
     from hangar.preflight.weights import probe_weights, read_config
 
-    config = read_config(probe_weights(model, os.environ))
+    weights = probe_weights(model, os.environ)
+    config = read_config(weights)
     if config is None:  # checking without the model's features would answer for another model
         raise InputError(
             "cannot read its config.json (not a model directory, not in the Hugging Face "
@@ -86,7 +88,8 @@ def _features(model: str | None) -> Any:
             field="--model",
             hint="pass a local model directory, or download the model first",
         )
-    return model_features(config)
+    path = str(weights.config_path or f"{model} (embedded catalog config.json)")
+    return model_features(parse_config(config, model_id=model, source="local", path=path))
 
 
 def engine_versions() -> dict[str, str]:

@@ -1,10 +1,9 @@
 """Known vLLM workarounds as cited data: match them to facts, merge them into a launch."""
 
+from hangar.models.features import ModelFeatures
 from hangar.workarounds.apply import Applied, Override, apply, flag_name, split_flags
-from hangar.workarounds.features import model_features
 from hangar.workarounds.registry import (
     Facts,
-    ModelFeatures,
     Workaround,
     applicable,
     get,
@@ -25,7 +24,6 @@ __all__ = [
     "get",
     "load_registry",
     "matches",
-    "model_features",
     "removal_due",
     "split_flags",
 ]

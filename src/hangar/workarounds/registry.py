@@ -14,11 +14,13 @@ from typing import Any
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hangar.errors import DataError
 from hangar.hardware.spec import GpuSpec
+from hangar.models.features import ModelFeatures
+from hangar.planning.versions import VllmVersion
 
 DATA_FILE = "workarounds.yaml"
 
@@ -88,15 +90,6 @@ class Workaround(_Frozen):
             if not url.startswith("https://github.com/"):
                 raise ValueError(f"upstream must be a GitHub issue/PR URL, got {url!r}")
         return urls
-
-
-class ModelFeatures(_Frozen):
-    """The parts of a model's config.json that workarounds care about."""
-
-    quantization: str | None = None
-    block_fp8: bool = False
-    moe: bool = False
-    dtype: str | None = None
 
 
 class Facts(_Frozen):
@@ -197,8 +190,8 @@ def _host_checks(cond: Condition, facts: Facts) -> bool:
 def _version_check(cond: Condition, facts: Facts) -> bool:
     if cond.vllm is None:
         return True
-    version = parse_version(facts.vllm_version)
-    return version is not None and SpecifierSet(cond.vllm).contains(version, prereleases=True)
+    version = VllmVersion.parse_or_none(facts.vllm_version)
+    return version is not None and version.satisfies(cond.vllm)
 
 
 def _model_checks(cond: Condition, facts: Facts) -> bool:
@@ -230,18 +223,14 @@ _CHECKS = (_gpu_checks, _layout_checks, _host_checks, _version_check, _model_che
 
 
 def parse_version(text: str | None) -> Version | None:
-    """vLLM version without the local part ('0.32.0+cpu' -> 0.32.0); None if unparsable."""
-    if not text:
-        return None
-    try:
-        return Version(Version(text).base_version)
-    except InvalidVersion:
-        return None
+    """Kept for web/data.py only: ``VllmVersion.parse_or_none(text).pep440``."""
+    version = VllmVersion.parse_or_none(text)
+    return version.pep440 if version else None
 
 
 def removal_due(workaround: Workaround, vllm_version: str | None) -> bool:
     """True when the engine is at or past the version that fixed the upstream problem."""
     fixed = workaround.remove_when.vllm_fixed_in
-    current = parse_version(vllm_version)
-    fixed_version = parse_version(fixed)
+    current = VllmVersion.parse_or_none(vllm_version)
+    fixed_version = VllmVersion.parse_or_none(fixed)
     return current is not None and fixed_version is not None and current >= fixed_version
