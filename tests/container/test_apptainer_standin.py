@@ -85,7 +85,9 @@ def test_apptainer_launch_serve_stop(sandbox: Path, on_path: Path, tmp_path: Pat
     )
     with urllib.request.urlopen(req, timeout=10) as resp:
         assert json.loads(resp.read())["object"] == "text_completion"
-    (argv,) = [json.loads(line) for line in on_path.read_text().splitlines()]
+    (logged,) = [json.loads(line) for line in on_path.read_text().splitlines()]
+    argv = logged["argv"]
+    assert "HF_TOKEN" in logged["env_names"]  # from the env file, never argv
     assert argv[:2] == ["exec", "--cleanenv"] and "--nv" not in argv  # no GPU asked
     assert f"{model}:/hangar/model:ro" in argv
     env_file = Path(run.run_dir) / "container.env"
