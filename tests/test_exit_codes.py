@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 import pytest
 
 from hangar.cli.main import main
+from hangar.store import runs as store
+from hangar.store.db import connect
 
 
 def test_help_documents_every_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,3 +37,33 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(("hangar: error:", "Error:")) and "internal error" not in err[-1]
+
+
+def test_help_documents_the_signal_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "143 terminated (SIGTERM)" in text and "129 hung up (SIGHUP)" in text, text
+
+
+@pytest.mark.parametrize("status", ["stopped", "exited", "failed"])
+def test_stop_of_a_run_that_already_ended_exits_0(
+    status: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`hangar stop` is idempotent: the run is not running, which is what stop is for."""
+    conn = connect()
+    store.insert_run(
+        conn,
+        store.RunRecord(
+            id="ended001",
+            label="tiny",
+            log_path=str(tmp_path / "server.log"),
+            run_dir=str(tmp_path),
+            deployment_json="{}",
+            engine="x",
+            status=status,  # type: ignore[arg-type]
+            started_at=time.time(),
+            ended_at=time.time(),
+        ),
+    )
+    assert main(["stop", "ended001"]) == 0
+    assert f"already stopped (status {status})" in capsys.readouterr().out

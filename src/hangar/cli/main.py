@@ -167,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             return 3
         _report(exc.one_line())
         return exc.exit_code
-    except click.exceptions.Abort:
-        return 130
+    except click.exceptions.Abort as exc:  # click wraps KeyboardInterrupt (and Interrupted)
+        return int(getattr(exc.__cause__, "exit_code", 130))
     except KeyboardInterrupt as exc:
         return int(getattr(exc, "exit_code", 130))
     except click.ClickException as exc:
@@ -263,7 +263,7 @@ def _crash_text(args: list[str], exc: BaseException) -> str:
         "### traceback",
         redact.text("".join(traceback.format_exception(exc))),
     ]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
 
 
 def _hangar_version() -> str:

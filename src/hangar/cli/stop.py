@@ -20,11 +20,19 @@ import click
     "keeps it while another container uses it).",
 )
 def stop(run: str | None, grace: float | None, purge: bool) -> None:
-    """Stop RUN (id or prefix; default: the latest run). Only what Hangar started is signalled."""
+    """Stop RUN (id or prefix; default: the latest run). Only what Hangar started is signalled.
+    A run that already ended is left as it is (exit 0: stop is idempotent)."""
+    from hangar.launch.errors import RunNotLive
     from hangar.launch.orchestrator import stop as stop_run
+    from hangar.store.db import connect
+    from hangar.store.runs import get_run
 
-    record, stopped = stop_run(run, grace_s=grace)
-    click.echo(f"run {record.id} stopped ({stopped.detail})")
+    try:
+        record, stopped = stop_run(run, grace_s=grace)
+        click.echo(f"run {record.id} stopped ({stopped.detail})")
+    except RunNotLive as exc:
+        record = get_run(connect(), exc.run_id)
+        click.echo(f"run {record.id} is already stopped (status {record.status}); nothing to do")
     if purge and record.target == "container" and record.handle:
         from hangar.launch.targets.container import remove_image
 
