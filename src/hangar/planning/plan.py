@@ -16,6 +16,7 @@ from hangar.hardware.spec import Hardware
 from hangar.models.spec import ModelSpec
 from hangar.planning.accounting import check_supported_version
 from hangar.planning.facts import build_facts
+from hangar.planning.findings import Finding
 from hangar.planning.memory import (
     Layout,
     MemoryInputs,
@@ -25,7 +26,7 @@ from hangar.planning.memory import (
 )
 from hangar.planning.multinode import MultiNode, multi_node
 from hangar.planning.request import PlanRequest
-from hangar.planning.rules import Finding, RuleSet, default_rules
+from hangar.planning.rules import RuleSet, default_rules
 from hangar.planning.serve import ServeOptions, serve_command
 from hangar.planning.tables import table
 from hangar.planning.versions import VllmVersion

@@ -6,37 +6,17 @@ from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from hangar.errors import DataError
 from hangar.planning.expr import Expression
+from hangar.planning.findings import Finding, Origin, Phase, Severity
 from hangar.planning.versions import VllmVersion, in_range
 
-Severity = Literal["error", "warning", "info"]
 HANGAR_PREFIX = "[Hangar] "
-Phase = Literal["frontend", "worker", "load", "profile"]
-
-
-class Finding(BaseModel):
-    """One rule's verdict for one layout, with the fix.
-
-    ``origin`` says whose words ``message`` is: "vllm" (byte-exact vLLM text for the chosen
-    version) or "hangar" (Hangar's explanation where vLLM says nothing useful, or nothing).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    severity: Severity
-    message: str
-    fix: str
-    phase: Phase
-    source: str
-    origin: Literal["vllm", "hangar"] = "vllm"
-
 
 class VersionedText(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -89,7 +69,7 @@ class RuleSet:
             if text is None or not self._conditions[rule.id].evaluate(facts):
                 continue
             values = _Facts(facts)
-            origin: Literal["vllm", "hangar"] = "vllm"
+            origin: Origin = "vllm"
             if text.startswith(HANGAR_PREFIX):  # Hangar's own wording, marked in the data
                 origin, text = "hangar", text[len(HANGAR_PREFIX):]
             findings.append(
@@ -97,7 +77,8 @@ class RuleSet:
                     id=rule.id,
                     severity=rule.severity,
                     phase=rule.phase,
-                    source=rule.source,
+                    source="plan",
+                    evidence=rule.source,  # the vLLM file the rule and its text come from
                     message=text.format_map(values),
                     fix=rule.fix.format_map(values),
                     origin=origin,

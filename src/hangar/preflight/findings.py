@@ -1,32 +1,11 @@
-"""One finding from preflight: plan rules, host checks and applied workarounds alike."""
+"""Preflight's findings: the one Finding type (hangar.planning.findings), re-exported for the
+check modules, and a formatting helper they share."""
 
 from __future__ import annotations
 
-from typing import Literal
+from hangar.planning.findings import Finding, Severity, has_errors, sort_findings
 
-from pydantic import BaseModel, ConfigDict
-
-Severity = Literal["error", "warning", "info"]
-_ORDER = {"error": 0, "warning": 1, "info": 2}
-
-
-class Finding(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    severity: Severity
-    message: str
-    fix: str = ""
-    evidence: str = ""
-    source: str = "host"  # host | plan | workaround
-
-
-def sort_findings(findings: list[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (_ORDER[f.severity], f.source, f.id))
-
-
-def has_errors(findings: list[Finding]) -> bool:
-    return any(f.severity == "error" for f in findings)
+__all__ = ["Finding", "Severity", "gib", "has_errors", "sort_findings"]
 
 
 def gib(n: float) -> str:

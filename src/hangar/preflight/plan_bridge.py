@@ -171,17 +171,7 @@ def _layout_findings(result: Plan) -> list[Finding]:
                 fix="hangar plan MODEL --gpu G --gpus N   (see the candidates)",
             )
         ]
-    return [
-        Finding(
-            id=f.id,
-            severity=f.severity,
-            message=f.message,
-            fix=f.fix,
-            evidence=f.source,
-            source="plan",
-        )
-        for f in layout.findings
-    ]
+    return list(layout.findings)  # already preflight's type: source "plan", evidence the file
 
 
 def _skipped(why: str) -> Finding:
