@@ -98,16 +98,20 @@ def test_directory_input_and_bad_inputs(tmp_path: Path) -> None:
         assert info.value.exit_code == 2
 
 
-def test_needle_scan_reports_every_line_that_holds_a_needle() -> None:
-    # `starts` uses leftmost-longest (non-overlapping) matching for speed: overlapping and
-    # nested needles on one line must still select that line.
+def test_line_selector_selects_every_line_that_holds_an_anchor() -> None:
+    # The selector searches the anchors that contain no other one, in groups of Teddy's 64,
+    # with leftmost-longest matching: overlapping and nested anchors on one line must still
+    # select that line.
     import random
 
     from hangar.diagnose.knowledge import load
-    from hangar.diagnose.scan import _Needles
+    from hangar.diagnose.prefilter import LineSelector, selectors
 
-    anchors = [a.encode() for a in load().anchors()]
-    needles = _Needles(anchors)
+    texts = load().anchors()
+    chosen = selectors(texts)
+    assert all(any(sel in a for sel in chosen) for a in texts) and len(chosen) < len(texts)
+    selector = LineSelector(chosen)
+    anchors = [a.encode() for a in texts]
     rng = random.Random(7)
     lines = []
     for _ in range(400):
@@ -115,9 +119,39 @@ def test_needle_scan_reports_every_line_that_holds_a_needle() -> None:
         parts += [rng.choice(anchors)[: rng.randint(1, 8)] for _ in range(2)]
         lines.append(b" ".join(parts))
     data = b"\n".join(lines) + b"\n"
-    selected = {data.rfind(b"\n", 0, pos) + 1 for pos in needles.starts(data)}
+    selected = {data.rfind(b"\n", 0, pos) + 1 for pos in selector.starts(data)}
     offset = 0
     for line in lines:
-        holds = any(a in line for a in anchors)
-        assert holds == (offset in selected), line
+        if any(a in line for a in anchors):
+            assert offset in selected, line
         offset += len(line) + 1
+
+
+def test_mapped_threaded_scan_equals_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A big plain file is memory-mapped and scanned in growing pieces with the search one
+    # piece ahead in a thread; gzip is streamed in chunks. Both must give the same answer,
+    # line numbers included.
+    from hangar.diagnose import buffers
+
+    monkeypatch.setattr(buffers, "BIG_INPUT", 1)
+    monkeypatch.setattr(buffers, "FIRST_PIECE", 64)
+    monkeypatch.setattr(buffers, "LAST_PIECE", 512)
+    filler = "".join(f"INFO line {i} Avg prompt throughput: 1 tokens/s\n" for i in range(300))
+    body = (
+        "virtual memory (kbytes, -v) 1000\n"
+        + filler
+        + "OSError: [Errno 12] Cannot allocate memory\n"
+        + filler
+    )
+    plain, packed = tmp_path / "big.log", tmp_path / "big.log.gz"
+    plain.write_text(body)
+    packed.write_bytes(gzip.compress(body.encode()))
+    mapped, streamed = diagnose_paths([plain]), diagnose_paths([packed])
+    assert mapped.causes and mapped.causes[0].cause == "ulimit_mmap"
+    assert [f.evidence for f in mapped.causes] == [
+        tuple(e.model_copy(update={"file": str(plain)}) for e in f.evidence)
+        for f in streamed.causes
+    ]
+    assert mapped.lines_scanned == streamed.lines_scanned == 602

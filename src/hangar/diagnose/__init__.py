@@ -45,8 +45,7 @@ def diagnose_paths(
     ``names`` replaces a file's path in messages and evidence (stdin's private copy)."""
     scanner = Scanner(kb or load())
     for source in reader.expand([Path(p) for p in paths], names):
-        with reader.open_stream(source) as stream:
-            scanner.feed(source, reader.chunks(stream, source))
+        scanner.feed_source(source)
     return scanner.diagnosis()
 
 

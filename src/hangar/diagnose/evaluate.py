@@ -88,8 +88,7 @@ def load_cases(root: Path, split: str | None = None) -> list[Case]:
 def ranked_causes(paths: list[Path], kb: KnowledgeBase) -> list[str]:
     scanner = Scanner(kb)
     for source in reader.expand(paths):
-        with reader.open_stream(source) as stream:
-            scanner.feed(source, reader.chunks(stream, source))
+        scanner.feed_source(source)
     return [f.cause for f in scanner.diagnosis().causes]
 
 

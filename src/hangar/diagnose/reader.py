@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import gzip
 import io
+import mmap
+import os
 import re
+import stat
 import zlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -114,6 +118,49 @@ def open_stream(source: Source, stdin: BinaryIO | None = None) -> BinaryIO:
         return gzip.open(source.path, "rb")  # type: ignore[return-value]
     handle.seek(0)
     return handle
+
+
+@contextmanager
+def mapped(source: Source) -> Iterator[mmap.mmap | None]:
+    """The plain file memory-mapped (read in place, no copies), or None: stdin, gzip, a
+    pipe or a file that cannot be mapped go through ``open_stream`` and ``chunks``."""
+    if source.path is None:
+        yield None
+        return
+    try:
+        handle = source.path.open("rb")
+    except OSError as exc:
+        raise UnreadableLog(exc.strerror or str(exc), source=source.name) from exc
+    with handle:
+        head = handle.read(_SNIFF_BYTES)
+        if head[:2] == b"\x1f\x8b" or not stat.S_ISREG(_mode(handle)):
+            yield None
+            return
+        _check_text(head, source)
+        with _map(handle) as view:
+            yield view
+
+
+def _mode(handle: BinaryIO) -> int:
+    return os.fstat(handle.fileno()).st_mode
+
+
+@contextmanager
+def _map(handle: BinaryIO) -> Iterator[mmap.mmap | None]:
+    try:
+        view = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        yield None  # e.g. a file system without mmap support: read it in chunks instead
+        return
+    if hasattr(mmap, "MADV_SEQUENTIAL"):
+        view.madvise(mmap.MADV_SEQUENTIAL)  # the kernel reads ahead, as for read()
+    try:
+        yield view
+    finally:
+        try:
+            view.close()
+        except BufferError:  # pragma: no cover - a view still exported: closed on collection
+            pass
 
 
 def chunks(stream: BinaryIO, source: Source, size: int = CHUNK_BYTES) -> Iterator[bytes]:

@@ -17,61 +17,30 @@ Ranking rules (why the first cause is usually the root and not the last symptom)
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from hangar.diagnose import reader
+from hangar.diagnose import buffers, reader
 from hangar.diagnose.knowledge import KnowledgeBase, Pattern
 from hangar.diagnose.model import Diagnosis, Evidence, Finding, Signature
+from hangar.diagnose.prefilter import ACRS, LineSelector, selectors
 
 MAX_EVIDENCE = 4
 MAX_TEXT = 400
 SUPPRESS_FACTOR = 0.5
 MIN_CONFIDENCE = 0.15
 STALL_WINDOW = 25
-PIECE_BYTES = 2**20
-
-
-def _aho_corasick() -> Any:
-    """ahocorasick_rs (a Rust Aho-Corasick DFA, ~10x faster than the stdlib for many needles)."""
-    try:
-        return importlib.import_module("ahocorasick_rs")
-    except ImportError:  # pragma: no cover - only where the wheel is missing
-        return None
-
-
-_ACRS = _aho_corasick()
 
 
 class _Needles:
-    """Multi-string search over bytes; stdlib fallback when ahocorasick_rs is absent."""
+    """Which anchors a selected line holds (overlapping search); stdlib fallback."""
 
     def __init__(self, needles: Sequence[bytes]) -> None:
         self.needles = list(needles)
-        self._ac = self._scan = None
-        if _ACRS is not None and self.needles:
-            dfa = _ACRS.Implementation.DFA
-            self._ac = _ACRS.BytesAhoCorasick(self.needles, implementation=dfa)
-            # Leftmost-longest scans ~25% faster than standard semantics and still reports a
-            # match in every line that holds a needle (needles never span a newline), which is
-            # all `starts` needs; `present` keeps the overlapping (standard) automaton.
-            self._scan = _ACRS.BytesAhoCorasick(
-                self.needles, matchkind=_ACRS.MatchKind.LeftmostLongest, implementation=dfa
-            )
-
-    def starts(self, data: bytes) -> list[int]:
-        """Positions where some needle starts (at least one per line that holds a needle)."""
-        if self._scan is not None:
-            return [start for _, start, _ in self._scan.find_matches_as_indexes(data)]
-        found: list[int] = []
-        for needle in self.needles:
-            pos = data.find(needle)
-            while pos >= 0:
-                found.append(pos)
-                pos = data.find(needle, pos + 1)
-        return found
+        self._ac = None
+        if ACRS is not None and self.needles:
+            dfa = ACRS.Implementation.DFA
+            self._ac = ACRS.BytesAhoCorasick(self.needles, implementation=dfa)
 
     def present(self, line: bytes) -> list[int]:
         """Indexes of every needle contained in ``line``."""
@@ -110,6 +79,7 @@ class Scanner:
         live = [p for p in self.kb.patterns if self._wanted(p)]
         anchors = sorted({p.anchor for p in live})
         self._needles = _Needles([a.encode() for a in anchors])
+        self._selector = LineSelector(selectors(anchors))
         index = {a: i for i, a in enumerate(anchors)}
         self._by_anchor: dict[int, list[Pattern]] = {}
         for pattern in live:
@@ -137,30 +107,70 @@ class Scanner:
             self._index()
 
     def feed(self, source: reader.Source, data: Iterable[bytes]) -> None:
-        self.files.append(source.name)
-        order = len(self.files) - 1
+        """Scan a source given as line-aligned chunks (gzip, stdin, text in memory)."""
+        order = self._open(source)
         line_no = 1
         for chunk in data:
-            self.bytes += len(chunk)
-            # Colour codes are removed per selected line (reader.clean): vLLM colours the
-            # process prefix, never inside the message texts the anchors come from.
-            for piece in _pieces(chunk):
-                line_no += self._scan_chunk(source.name, order, piece, line_no)
-                self._retire()
+            line_no = self._scan_buffer(source.name, order, chunk, line_no)
+        self._close(line_no)
+
+    def feed_source(self, source: reader.Source) -> None:
+        """Scan one input: memory-mapped when it is a plain file, else streamed."""
+        with reader.mapped(source) as view:
+            if view is not None:
+                self.feed_buffer(source, view)
+                return
+        with reader.open_stream(source) as stream:
+            self.feed(source, reader.chunks(stream, source))
+
+    def feed_buffer(self, source: reader.Source, buf: buffers.Buffer) -> None:
+        """Scan a source held whole in a buffer (a memory-mapped plain file)."""
+        order = self._open(source)
+        self._close(self._scan_buffer(source.name, order, buf, 1))
+
+    def _open(self, source: reader.Source) -> int:
+        self.files.append(source.name)
+        return len(self.files) - 1
+
+    def _close(self, line_no: int) -> None:
         self.lines += line_no - 1
         self._file_lines.append(line_no - 1)
 
-    def _scan_chunk(self, name: str, order: int, chunk: bytes, first_line: int) -> int:
-        """Match the lines holding an anchor; returns the chunk's newline count."""
-        starts = sorted({chunk.rfind(b"\n", 0, pos) + 1 for pos in self._needles.starts(chunk)})
-        line_no, cursor = first_line, 0
-        for start in starts:
-            line_no += chunk.count(b"\n", cursor, start)
-            cursor = start
-            end = chunk.find(b"\n", start)
-            raw = chunk[start : end if end >= 0 else len(chunk)]
-            self._match_line(name, order, line_no, raw)
-        return line_no - first_line + chunk.count(b"\n", cursor)
+    def _scan_buffer(self, name: str, order: int, buf: buffers.Buffer, line_no: int) -> int:
+        """Match the selected lines of ``buf``; returns the line number after its end."""
+        self.bytes += len(buf)
+        locator = buffers.Locator(buf)
+        view = memoryview(buf)
+        try:
+            work = self._search_in(view, locator)
+            threaded = len(buf) >= buffers.BIG_INPUT
+            for (_, end), found in buffers.pipelined(buffers.pieces(buf), work, threaded):
+                for start, before in zip(found.starts, found.before):
+                    stop = buf.find(b"\n", start, end)
+                    raw = buf[start : stop if stop >= 0 else end]
+                    # Colour codes are removed per selected line (reader.clean): vLLM colours
+                    # the process prefix, never inside the message texts anchors come from.
+                    self._match_line(name, order, line_no + before, raw)
+                line_no += found.newlines
+                self._retire()
+        finally:
+            locator.close()
+            view.release()
+        return line_no
+
+    def _search_in(
+        self, view: memoryview, locator: buffers.Locator
+    ) -> Callable[[tuple[int, int]], buffers.Found]:
+        def search(piece: tuple[int, int]) -> buffers.Found:
+            # Runs in a worker for big inputs: the selector in use when it starts is the
+            # current one or an older, larger one, so it never misses a live anchor's line.
+            part = view[piece[0] : piece[1]]
+            try:
+                return locator.locate(piece, self._selector.starts(part))
+            finally:
+                part.release()
+
+        return search
 
     def _match_line(self, name: str, order: int, line_no: int, raw: bytes) -> None:
         text: str | None = None
@@ -189,16 +199,6 @@ class Scanner:
             lines_scanned=self.lines,
             bytes_scanned=self.bytes,
         )
-
-
-def _pieces(chunk: bytes, size: int = PIECE_BYTES) -> Iterable[bytes]:
-    """Line-aligned slices, so that patterns retired early stop costing on the rest."""
-    start = 0
-    while start < len(chunk):
-        cut = chunk.find(b"\n", min(start + size, len(chunk)) - 1)
-        end = len(chunk) if cut < 0 else cut + 1
-        yield chunk[start:end]
-        start = end
 
 
 @dataclass(frozen=True)

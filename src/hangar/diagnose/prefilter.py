@@ -1,0 +1,68 @@
+"""The line prefilter: a few SIMD multi-literal searches that select candidate lines.
+
+Why this shape: ahocorasick_rs (the Rust ``aho-corasick`` 1.x crate) searches with its packed
+*Teddy* SIMD algorithm only for at most 64 needles (``packed::Config``'s pattern limit);
+past that it walks a DFA byte by byte, which with the ~250 anchors of the knowledge base
+ran at about half the speed of ``grep -E -f`` here, and Teddy over 64 needles about five
+times faster than that DFA. So the anchors are split into groups of 64, each searched with
+Teddy. An anchor that contains another live anchor needs no search of its own (the inner
+one selects its lines). Sharing shorter substrings between anchors was measured and
+rejected: the shared substrings (" not support", "NCCL INFO", " KV cache ") are the words of
+healthy log lines, and selecting those costs more than the fewer groups save.
+A selector only *selects* a line: the exact anchors and the full regexes run on it after.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from typing import Any
+
+TEDDY_LIMIT = 64
+
+
+def _aho_corasick() -> Any:
+    try:
+        return importlib.import_module("ahocorasick_rs")
+    except ImportError:  # pragma: no cover - only where the wheel is missing
+        return None
+
+
+ACRS = _aho_corasick()
+
+
+def selectors(anchors: Iterable[str]) -> list[str]:
+    """The anchors that contain no other anchor (they select every anchor's lines)."""
+    ordered = sorted(set(anchors), key=len)
+    kept: list[str] = []
+    for anchor in ordered:
+        if not any(inner in anchor for inner in kept):
+            kept.append(anchor)
+    return sorted(kept)
+
+
+class LineSelector:
+    """Positions of selector matches in a buffer (at least one in every line holding one)."""
+
+    def __init__(self, selectors: Iterable[str]) -> None:
+        self.selectors = sorted({s.encode() for s in selectors})
+        self._groups: list[Any] = []
+        if ACRS is not None:
+            kind = ACRS.MatchKind.LeftmostFirst  # one match per occurrence is all we need (and Teddy)
+            self._groups = [
+                ACRS.BytesAhoCorasick(self.selectors[i : i + TEDDY_LIMIT], matchkind=kind)
+                for i in range(0, len(self.selectors), TEDDY_LIMIT)
+            ]
+
+    def starts(self, data: Any) -> list[int]:
+        """Start offsets of matches in ``data`` (bytes or a memoryview), any order."""
+        if ACRS is not None:
+            return [s for group in self._groups for _, s, _ in group.find_matches_as_indexes(data)]
+        raw = bytes(data)
+        found: list[int] = []
+        for needle in self.selectors:
+            pos = raw.find(needle)
+            while pos >= 0:
+                found.append(pos)
+                pos = raw.find(needle, pos + 1)
+        return found
