@@ -8,7 +8,9 @@ only the files the static reader needs are kept (``*.py`` of vllm/torch/transfor
 the same reader as for venvs, so an image and a venv of one vLLM version agree. The
 result is cached by image ID (the config digest), which changes with any rebuild.
 
-SIF files (Apptainer) are not read yet: their squashfs partition needs squashfs-tools.
+SIF files (Apptainer) are read the same way from their squashfs partition with
+squashfs-tools (``engines.sif``: only the files the reader needs are extracted), cached by
+the digest of the SIF header and descriptor table; sandbox directories are read in place.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import IO
 
 from hangar import paths, proc
-from hangar.engines import driver
+from hangar.engines import driver, sif
 from hangar.engines.errors import InspectFailed
 from hangar.engines.inventory import _read_cache, _write_cache, read_installation
 from hangar.engines.model import DriverInfo, Inspection
@@ -57,11 +59,14 @@ def runtime_cmd(runtime: str, args: list[str], timeout: float = _TIMEOUT) -> str
 def image_id(ref: str, runtime: str = "podman") -> str:
     """The local image's ID; InspectFailed when it is not present here."""
     if runtime == "apptainer":
-        raise InspectFailed(
-            ref,
-            "SIF images cannot be read yet (needs squashfs-tools)",
-            hint="inspect the same image with podman: hangar engines add NAME --image REF",
-        )
+        if not Path(ref).is_file():
+            raise InspectFailed(
+                ref,
+                "not a local SIF file (a docker:// or library:// reference is pulled by "
+                "apptainer at exec time, and read only once it is a file)",
+                hint=f"apptainer pull vllm.sif {ref}   (then register the .sif path)",
+            )
+        return sif.root_partition(Path(ref)).digest
     try:
         out = runtime_cmd(runtime, ["image", "inspect", "--format", "{{.Id}}", ref], 30)
     except CommandFailed as exc:
@@ -134,8 +139,20 @@ def _exported(ref: str, runtime: str) -> Iterator[Path]:
 
 
 @contextmanager
+def _sif_root(ref: str) -> Iterator[Path]:
+    """The SIF's root partition, the needed files only (listed first, then extracted)."""
+    path = Path(ref)
+    files = sif.list_files(path, sif.root_partition(path))
+    with sif.extracted(path, [f for f in files if _KEEP.search(f)]) as root:
+        yield root
+
+
+@contextmanager
 def image_root(ref: str, runtime: str) -> Iterator[Path]:
-    if runtime == "podman" and os.geteuid() == 0:
+    if runtime == "apptainer":
+        with _sif_root(ref) as root:
+            yield root
+    elif runtime == "podman" and os.geteuid() == 0:
         with _mounted(ref) as root:
             yield root
     else:
