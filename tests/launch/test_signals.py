@@ -265,3 +265,21 @@ def test_detach_hands_the_server_over_at_once(
     finally:
         assert main(["stop", run.id]) == 0
     assert marked_pids(run.id) == []
+
+
+def test_stop_finds_a_server_whose_handle_was_never_recorded(
+    launch_file: Path, reaper: list[subprocess.Popen[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kill -9 between starting the server and recording its handle: the server carries the
+    run's marker, so status still sees it and stop still stops it (and only it)."""
+    launch = start_launch(launch_file)
+    reaper.append(launch)
+    run_id = wait_in_readiness(launch)
+    launch.kill()
+    launch.communicate(timeout=30)
+    store.set_handle(open_store(), run_id, {})  # as if the kill came before the write
+    state = next(s for s in refresh(open_store()) if s.run.id == run_id)
+    assert (state.state, state.alive) == ("orphaned", True), state
+    assert main(["stop", run_id]) == 0
+    assert f"run {run_id} stopped" in capsys.readouterr().out
+    assert marked_pids(run_id) == []

@@ -258,7 +258,10 @@ def holds_server(run: store.RunRecord) -> bool:
     at work, or its target says it runs."""
     if not run.detached and launcher_alive(run):
         return True
-    return bool(run.handle) and observe(run).phase in ("queued", "running")
+    handle = handle_of(run)
+    if not handle:
+        return False
+    return target_for(run.target).status(handle, Path(run.run_dir)).phase in ("queued", "running")
 
 
 class _Run:
@@ -615,6 +618,13 @@ def run_logs(run: store.RunRecord) -> list[Path]:
     )
 
 
+def handle_of(run: store.RunRecord) -> dict[str, Any]:
+    """The run's recorded handle; for a local run with none (its launcher was killed between
+    starting the server and recording it), the run id, which the server carries as its
+    marker, so it can still be found and stopped."""
+    return run.handle or ({"run_id": run.id} if run.target == "local" else {})
+
+
 def observe(run: store.RunRecord) -> Observed:
     """Where a recorded run is now, asked of its target."""
     return target_for(run.target).status(run.handle, Path(run.run_dir))
@@ -624,13 +634,18 @@ def stop(run_ref: str | None, *, grace_s: float | None = None) -> tuple[store.Ru
     """Stop exactly what the run's target started; mark it stopped."""
     conn = connect()
     run = store.get_run(conn, run_ref)
-    if not run.live or not run.handle or observe(run).phase not in ("queued", "running"):
+    handle = handle_of(run)
+    target = target_for(run.target)
+    if not run.live or not handle or target.status(handle, Path(run.run_dir)).phase not in (
+        "queued",
+        "running",
+    ):
         if run.live:
             store.finish_run(conn, run.id, "exited")
             deployment_record(run.id).unlink(missing_ok=True)
         raise RunNotLive(run.id, store.get_run(conn, run.id).status)
     grace = grace_s if grace_s is not None else recorded_grace(run)
-    stopped = target_for(run.target).stop(run.handle, Path(run.run_dir), grace)
+    stopped = target.stop(handle, Path(run.run_dir), grace)
     store.finish_run(conn, run.id, "stopped")
     store.add_event(conn, run.id, "stopped", time.time(), stopped.detail)
     deployment_record(run.id).unlink(missing_ok=True)

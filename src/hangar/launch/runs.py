@@ -6,12 +6,17 @@ import shutil
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from hangar.launch import process
-from hangar.launch.orchestrator import deployment_record, launcher_alive, observe, recorded_grace
+from hangar.launch.orchestrator import (
+    deployment_record,
+    handle_of,
+    launcher_alive,
+    observe,
+    recorded_grace,
+)
 from hangar.launch.readiness import health_ok
 from hangar.launch.targets import target_for
 from hangar.paths import runs_root
@@ -45,14 +50,8 @@ def open_store() -> sqlite3.Connection:
     return connect()
 
 
-def _handle(run: store.RunRecord) -> dict[str, Any]:
-    # A local server carries the run id as its marker, so it is found even when the
-    # launcher died between starting it and recording its handle.
-    return run.handle or ({"run_id": run.id} if run.target == "local" else {})
-
-
 def _state(run: store.RunRecord) -> RunState:
-    handle = _handle(run)
+    handle = handle_of(run)
     if not run.live or not handle:
         return RunState(run=run, alive=False, pids=())
     obs = target_for(run.target).status(handle, Path(run.run_dir))
@@ -238,7 +237,7 @@ def stop_orphan(conn: sqlite3.Connection, run_id: str) -> None:
     recorded process group and marker, job id or container: never a name), remove its
     temp dir, and mark the run stopped."""
     run = store.get_run(conn, run_id)
-    handle = _handle(run)
+    handle = handle_of(run)
     stopped = target_for(run.target).stop(handle, Path(run.run_dir), recorded_grace(run))
     why = "orphaned (its launcher died while starting); stopped by hangar clean"
     store.finish_run(conn, run.id, "stopped", error=why)
