@@ -82,9 +82,10 @@ def _ask_missing(values: dict[str, Any]) -> dict[str, Any]:
     if values["gpus"] is None and values["gpu"] is not None:
         values["gpus"] = int(_ask_text("GPUs per node:", "1"))
     if values["target"] is None:
-        values["target"] = _ask_select("Target:", ["local", "slurm"], "local")
+        values["target"] = _ask_select("Target:", list(TARGET_CHOICES), "local")
     if values["target"] == "slurm":
         values = _ask_slurm(values)
+    values = _ask_container(values)
     if values["engine"] is None:
         engines = _engine_choices()
         if engines:
@@ -92,6 +93,67 @@ def _ask_missing(values: dict[str, Any]) -> dict[str, Any]:
         else:
             values["engine"] = _ask_text("Engine (name or /path/to/venv/bin/python):", "default")
     return values
+
+
+# What `--runtime` may be per target: the container target runs one of three runtimes on
+# this host; inside a Slurm job only apptainer and pyxis are implemented ("none": no
+# container on the nodes).
+TARGET_CHOICES = ("local", "slurm", "container")
+RUNTIMES = {"container": ("podman", "docker", "apptainer"), "slurm": ("none", "apptainer", "pyxis")}
+_IMAGE_PROMPT = {
+    "apptainer": "Image (.sif path every node reads, or docker://REF):",
+    "pyxis": "Image (enroot URI like nvcr.io#nvidia/vllm:TAG, or a .sqsh path):",
+}
+
+
+def _ask_container(values: dict[str, Any]) -> dict[str, Any]:
+    choices = RUNTIMES.get(values["target"])
+    if choices is None:
+        return values
+    if values["runtime"] is None:
+        label = (
+            "Container runtime:" if values["target"] == "container" else "Container on the nodes:"
+        )
+        values["runtime"] = _ask_select(label, list(choices), choices[0])
+    if values["image"] is None and values["runtime"] != "none":
+        prompt = _IMAGE_PROMPT.get(values["runtime"], "Image (empty: the engine's image):")
+        values["image"] = _ask_text(prompt) or None
+    return values
+
+
+def with_container(d: Any, target: str, runtime: str | None, image: str | None) -> Any:
+    """The deployment with the container answers in [target.container]; what this Hangar
+    does not implement is refused (a usage error naming the flag)."""
+    from hangar.deploy.io import deployment_from_data
+    from hangar.errors import UsageError
+
+    if runtime is None and image is None:
+        return d
+    allowed = RUNTIMES.get(target)
+    if allowed is None:
+        raise UsageError(
+            f"--runtime/--image need --target container or slurm (not {target})",
+            hint="hangar init --target container --runtime podman --image REF",
+        )
+    if runtime is not None and runtime not in allowed:
+        raise UsageError(
+            f"--runtime {runtime} is not implemented with --target {target} (it runs: "
+            f"{', '.join(r for r in allowed if r != 'none')})",
+            hint=f"hangar init --target {target} --runtime {allowed[-1]}",
+        )
+    data = d.model_dump(mode="json", exclude_none=True)
+    if target == "slurm" and runtime in (None, "none"):
+        if image is not None:
+            raise UsageError("--image inside Slurm needs --runtime apptainer or pyxis")
+        return d
+    if target == "slurm" and image is None:
+        raise UsageError(
+            f"--runtime {runtime} inside Slurm needs --image (the nodes read it)",
+            hint=f"hangar init --target slurm --runtime {runtime} --image /shared/images/vllm.sif",
+        )
+    section = data["target"].setdefault("container", {})
+    section.update({k: v for k, v in (("runtime", runtime), ("image", image)) if v is not None})
+    return deployment_from_data(data, source="hangar init")
 
 
 def _partitions() -> tuple[list[str], str | None]:
@@ -129,7 +191,14 @@ def _ask_slurm(values: dict[str, Any]) -> dict[str, Any]:
 @click.option("--model", help="Hugging Face id or local directory.")
 @hardware_options
 @click.option("--engine", help="Engine name (hangar engines list) or interpreter path.")
-@click.option("--target", type=click.Choice(["local", "slurm"]), help="Where it runs.")
+@click.option("--target", type=click.Choice(TARGET_CHOICES), help="Where it runs.")
+@click.option(
+    "--runtime",
+    type=click.Choice(sorted({r for rs in RUNTIMES.values() for r in rs})),
+    help="Container runtime: podman|docker|apptainer (--target container), "
+    "apptainer|pyxis|none on the nodes (--target slurm).",
+)
+@click.option("--image", help="Container image: a reference, or a .sif/.sqsh path.")
 @click.option(
     "--host",
     default="127.0.0.1",
@@ -188,8 +257,9 @@ def init(output: Path, force: bool, no_input: bool, schema: bool, **values: Any)
         raise UsageError(
             "no model given", hint="hangar init --model ORG/NAME (or run it in a terminal)"
         )
+    runtime, image = values.pop("runtime"), values.pop("image")
     answers = Answers(**{k: v for k, v in values.items() if v is not None})
-    deployment = build_deployment(answers)
+    deployment = with_container(build_deployment(answers), answers.target, runtime, image)
     keep_layout = values["tp"] is not None or values["pp"] is not None
     warning = _check_with_plan(deployment, keep_layout)
     proposal = propose(deployment, keep_layout=keep_layout)
