@@ -165,3 +165,44 @@ def test_render_quotes_every_string() -> None:
     text = render_toml(_full())
     assert 'name = "qwen \\"prod\\""' in text
     assert 'extra_args = ["--seed", "1", "--max-num-batched-tokens=8192"]' in text
+
+
+def test_rewriting_a_deployment_keeps_the_users_comments_and_key_order(tmp_path: Path) -> None:
+    """write_deployment over a file the user edited (`hangar init --force`, a test helper
+    merging sections) edits it in place: comments, key order and untouched values stay."""
+    path = tmp_path / "hangar.toml"
+    write_deployment(_full(), path)
+    text = path.read_text().replace("[serve]\n", "# tuned on the H100 box\n[serve]\n")
+    text = text.replace("max_model_len = 32768\n", "")
+    text = text.replace("enforce_eager = false\n", "enforce_eager = false\nmax_model_len = 32768  # 32K\n")
+    path.write_text("# prod deployment, owner: infra\n" + text)
+
+    changed = _full().model_copy(
+        update={"serve": _full().serve.model_copy(update={"max_model_len": 16384})}
+    )
+    write_deployment(changed, path)
+
+    text = path.read_text()
+    assert text.startswith("# prod deployment, owner: infra\n")
+    assert "# tuned on the H100 box\n[serve]\n" in text
+    serve = text.split("[serve]\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [line.split(" = ")[0] for line in serve] == [
+        "gpu_memory_utilization", "tool_call_parser", "enforce_eager", "max_model_len", "extra_args"
+    ]
+    assert "max_model_len = 16384  # 32K" in serve  # the new value, the user's comment
+    assert load_deployment(path) == changed
+
+
+def test_init_force_keeps_the_comments_of_the_file_it_replaces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "hangar.toml"
+    argv = ["init", "--no-input", "--model", "Qwen/Qwen3-8B", "--gpu", "H100", "-o", str(out)]
+    assert main([*argv, "--tp", "1"]) == 0
+    out.write_text("# ours: do not delete\n" + out.read_text().replace(
+        "[model]\n", "[model]  # the model we serve\n"))
+    assert main([*argv, "--gpus", "2", "--tp", "2", "--force"]) == 0
+    capsys.readouterr()
+    text = out.read_text()
+    assert text.startswith("# ours: do not delete\n") and "[model]  # the model we serve\n" in text
+    assert load_deployment(out).parallel.tensor == 2

@@ -88,3 +88,29 @@ def test_inspect_image_engine_explains(capsys: pytest.CaptureFixture[str]) -> No
 def test_bad_engine_name_is_an_input_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "engines", "add", "no/slash", "--image", "vllm/vllm-openai:v1")
     assert code == 1 and "not a valid engine name" in err
+
+
+def test_hand_edits_survive_engines_add_and_remove(capsys: pytest.CaptureFixture[str]) -> None:
+    """engines.toml is the user's file too: a comment and a reordered key stay through
+    `engines add` and `engines remove` (tomlkit edits the document in place)."""
+    from hangar.engines.registry import registry_path
+
+    assert _run(capsys, "engines", "add", "site", "--python", sys.executable)[0] == 0
+    path = registry_path()
+    lines = path.read_text().splitlines()
+    python_line = next(line for line in lines if line.startswith("python = "))
+    lines.remove(python_line)
+    header = lines.index("[engines.site]")
+    lines[header + 1 : header + 1] = [f"{python_line}  # the cluster's shared venv", "# mine"]
+    path.write_text("# engines of the lab, see the wiki\n" + "\n".join(lines) + "\n")
+
+    assert _run(capsys, "engines", "add", "other", "--python", sys.executable)[0] == 0
+    assert _run(capsys, "engines", "remove", "other")[0] == 0
+
+    text = path.read_text()
+    assert text.startswith("# engines of the lab, see the wiki\n")
+    site = text.split("[engines.site]\n", 1)[1]
+    assert site.startswith(f"{python_line}  # the cluster's shared venv\n# mine\nname = ")
+    assert "[engines.other]" not in text and text.count("[[history]]") == 3
+    code, out, _ = _run(capsys, "engines", "list", "--json")
+    assert code == 0 and [e["name"] for e in json.loads(out)] == ["site"]

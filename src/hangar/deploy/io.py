@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import tomlkit
 from pydantic import ValidationError
+from tomlkit.exceptions import TOMLKitError
+from tomlkit.items import AoT, InlineTable, Table
 
 from hangar.deploy.schema import SCHEMA_VERSION, TARGET_KINDS, Deployment
 from hangar.errors import InputError
@@ -79,49 +81,108 @@ def json_schema() -> dict[str, Any]:
 
 
 def write_deployment(deployment: Deployment, path: Path) -> None:
+    """Write ``deployment`` to ``path`` atomically; over an existing file, its comments and
+    key order are kept (``hangar init --force`` on a file the user edited)."""
     try:
-        atomic_write_text(path, render_toml(deployment), mode=0o600)
+        atomic_write_text(path, render_toml(deployment, _current_text(path)), mode=0o600)
     except OSError as exc:  # a read-only place, a directory in the way: nothing was written
         raise InputError(
             f"cannot write: {exc.strerror}", source=str(path), hint="choose another -o path"
         ) from exc
 
 
-def render_toml(deployment: Deployment) -> str:
-    """TOML text for ``deployment``: top-level scalars first, then one table per section."""
-    data = deployment.model_dump(mode="json", exclude_none=True)
-    lines: list[str] = []
-    scalars = {k: v for k, v in data.items() if not isinstance(v, dict)}
-    lines.extend(f"{k} = {_value(v)}" for k, v in scalars.items())
-    for key, value in data.items():
-        if isinstance(value, dict):
-            _table(lines, key, value)
-    return "\n".join(lines).strip() + "\n"
+def _current_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None  # absent or unreadable: written as a new file
 
 
-def _table(lines: list[str], name: str, table: dict[str, Any]) -> None:
-    plain = {k: v for k, v in table.items() if not isinstance(v, dict)}
-    nested = {k: v for k, v in table.items() if isinstance(v, dict)}
-    if plain or not nested:
-        lines.append("")
-        lines.append(f"[{name}]")
-        lines.extend(f"{_key(k)} = {_value(v)}" for k, v in plain.items())
-    for key, value in nested.items():
-        _table(lines, f"{name}.{key}", value)
+def render_toml(deployment: Deployment, previous: str | None = None) -> str:
+    """TOML text for ``deployment``; over ``previous`` (the file it replaces) the user's
+    comments, key order and formatting survive (``toml_text``)."""
+    return toml_text(deployment.model_dump(mode="json", exclude_none=True), previous)
 
 
-def _key(key: str) -> str:
-    return key if key.replace("_", "").replace("-", "").isalnum() else json.dumps(key)
+def toml_text(data: Mapping[str, Any], previous: str | None = None) -> str:
+    """``data`` (None values left out) as TOML, written by tomlkit.
+
+    With ``previous`` (the current text of the file being replaced) the document is edited
+    in place: keys no longer in ``data`` go, changed values are rewritten where they stand,
+    new keys go at the end of their table, and everything else (comments, blank lines, key
+    order, quoting) stays as the user wrote it. Unparsable ``previous`` text is replaced.
+    """
+    doc = _document(previous)
+    _sync(doc, data)
+    return tomlkit.dumps(doc).rstrip("\n") + "\n"
 
 
-def _value(value: Any) -> str:
-    # JSON string escapes are valid TOML basic-string escapes.
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
-    raise TypeError(f"cannot render {type(value).__name__} as TOML")
+def _document(previous: str | None) -> tomlkit.TOMLDocument:
+    if previous:
+        try:
+            return tomlkit.parse(previous)
+        except TOMLKitError:
+            pass  # the file was broken: it is rewritten whole, as a new one
+    return tomlkit.document()
+
+
+def _sync(container: MutableMapping[str, Any], data: Mapping[str, Any]) -> None:
+    wanted = {k: v for k, v in data.items() if v is not None}
+    for key in [k for k in container if k not in wanted]:
+        del container[key]
+    for key, value in wanted.items():
+        current = container.get(key)
+        if isinstance(value, Mapping) and isinstance(current, (Table, InlineTable)):
+            _sync(current, value)
+        elif _is_table_list(value) and isinstance(current, AoT):
+            _sync_tables(current, value)
+        elif current is None or not _same(current, value):
+            _put(container, key, _item(value))
+
+
+def _put(container: MutableMapping[str, Any], key: str, item: Any) -> None:
+    """A value changed in place; a table that replaces a plain value goes to the end (where
+    a new table is written), not between the plain keys."""
+    if key in container and isinstance(item, (Table, AoT)):
+        del container[key]
+    container[key] = item
+
+
+def _sync_tables(tables: AoT, items: list[Mapping[str, Any]]) -> None:
+    """An array of tables, entry by entry (an appended entry leaves the others untouched)."""
+    while len(tables) > len(items):
+        del tables[len(tables) - 1]
+    for i, item in enumerate(items):
+        if i < len(tables):
+            _sync(tables[i], item)
+        else:
+            tables.append(_item(item, spaced=False))  # tomlkit spaces array entries
+
+
+def _item(value: Any, *, spaced: bool = True) -> Any:
+    if isinstance(value, Mapping):
+        table = tomlkit.table()
+        _sync(table, value)
+        if spaced and not any(isinstance(v, Mapping) for v in value.values()):
+            table.add(tomlkit.nl())  # a blank line before whatever follows the new table
+        return table
+    if _is_table_list(value):
+        return tomlkit.aot() if not value else _aot(value)
+    return tomlkit.item(value)
+
+
+def _aot(items: list[Mapping[str, Any]]) -> AoT:
+    tables = tomlkit.aot()
+    for item in items:
+        tables.append(_item(item, spaced=False))
+    return tables
+
+
+def _is_table_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, Mapping) for v in value)
+
+
+def _same(current: Any, value: Any) -> bool:
+    """Unchanged, type included (a file's ``1`` is not the boolean ``true``)."""
+    plain = current.unwrap() if hasattr(current, "unwrap") else current
+    return type(plain) is type(value) and bool(plain == value)

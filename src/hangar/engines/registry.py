@@ -75,12 +75,14 @@ class Registry:
     def history_for(self, name: str) -> list[HistoryEntry]:
         return [h for h in self.history if h.engine == name]
 
-    def to_toml(self) -> str:
+    def to_toml(self, previous: str | None = None) -> str:
+        """The user file's text; over ``previous`` the user's comments and key order stay."""
         engines = {
             n: e.model_dump(mode="json", exclude_none=True) for n, e in sorted(self.engines.items())
         }
         history = [h.model_dump(mode="json", exclude_none=True) for h in self.history]
-        return dumps({"schema_version": SCHEMA_VERSION, "engines": engines, "history": history})
+        data = {"schema_version": SCHEMA_VERSION, "engines": engines, "history": history}
+        return dumps(data, previous)
 
 
 def _shape_error(source: Path, field: str, expected: str) -> InputError:
@@ -168,7 +170,9 @@ def load(cwd: Path | None = None) -> Registry:
 
 def save(registry: Registry) -> None:
     """Atomically replace the user registry: this write is the switch point."""
-    paths.atomic_write_text(registry_path(), registry.to_toml())
+    path = registry_path()
+    previous = path.read_text(encoding="utf-8") if path.is_file() else None  # load() read it
+    paths.atomic_write_text(path, registry.to_toml(previous))
 
 
 _held = {"depth": 0}
