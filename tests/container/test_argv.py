@@ -105,6 +105,8 @@ def _render(case: str) -> tuple[str, ...]:
     container, top, env, uid = CASES[case]
     d = _deployment(container, **top)
     secrets = tuple(k for k in d.env if "TOKEN" in k)
+    # the hub cache is read from the caller's env; pinned so the per-test $HOME is not in it
+    env = {"XDG_CACHE_HOME": "/root/.cache", **env}
     spec = build_spec(d, _ctx(secrets), env=env, uid=uid, gid=uid)
     label = state_label()
     # BOOTSTRAP belongs to launch/spec.py: the golden files pin where it goes, not its text
