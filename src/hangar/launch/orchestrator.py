@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict
 from hangar.deploy.io import render_toml
 from hangar.deploy.schema import Deployment, SlurmTargetSection, is_secret_name
 from hangar.engines.resolve import engine_key
-from hangar.errors import HangarError, Interrupted, remember_for_crash_log
+from hangar.errors import HangarError, InputError, Interrupted, remember_for_crash_log
 from hangar.launch.errors import LaunchFailed, PreflightFailed, RunNotLive
 from hangar.launch.events import Clock, EventSink, LaunchEvent
 from hangar.launch.readiness import NotReady, wait_ready
@@ -177,17 +177,16 @@ def launch(
     ctx = context_for(d, report.engine, report, run_id, run_dir)
     rendered = target.render(d, ctx)
     run.emit("render", f"{d.target.kind}: {len(rendered.files)} files, {rendered.argv[0]}")
-    with _StopSignals() as signals:
-        _claim_and_record(conn, d, report.engine, ctx, rendered)
-        run.emit("record", str(ctx.run_dir))
-        with _owned(run, target, d, signals, diagnose):
-            with signals.deferred():  # a signal here waits until the handle is recorded
-                handle = _submit(run, target, rendered, ctx, {**base_env, **_secrets(d)})
-            if not detach:
-                url, timings = _follow(run, target, handle, d, rendered)
-                _ready(run, ctx.run_dir, url, rendered, timings)
-                return LaunchResult(run=run.record(), report=report, rendered=rendered)
+    with _StopSignals() as signals, _owned(run, target, d, signals, diagnose):
+        with signals.deferred():  # a signal here waits until the run and its handle are recorded
+            _claim_and_record(conn, d, report.engine, ctx, rendered)
+            run.emit("record", str(ctx.run_dir))
+            handle = _submit(run, target, rendered, ctx, {**base_env, **_secrets(d)})
+        if detach:
             _hand_over(run, "detached right after submit")
+        else:
+            url, timings = _follow(run, target, handle, d, rendered)
+            _ready(run, ctx.run_dir, url, rendered, timings)
     return LaunchResult(run=run.record(), report=report, rendered=rendered)
 
 
@@ -507,7 +506,10 @@ def _diagnosis(diagnose: Diagnoser | None, logs: list[Path]) -> str | None:
 def _abandon(run: _Run, target: Target, d: Deployment, why: str) -> None:
     """Stop what was started and mark the run stopped (only while it is still live: a run
     already marked failed by a refused submit keeps its status)."""
-    record = run.record()
+    try:
+        record = run.record()
+    except InputError:  # never recorded (refused before): nothing was started
+        return
     if not record.live:
         return
     if run.handle:
