@@ -7,12 +7,14 @@ from typing import Any
 
 import click
 
+from hangar.cli.options import json_option
+
 
 @click.command("compare")
 @click.argument("a")
 @click.argument("b")
 @click.option("--force", is_flag=True, help="Compare even when the measurement conditions differ.")
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@json_option(help="Print the comparison as JSON.")
 def compare(a: str, b: str, force: bool, as_json: bool) -> int:
     """Compare stored evals A and B (ids, id prefixes, launch run ids, or 'latest')."""
     from hangar.evaluation import compare as compare_results

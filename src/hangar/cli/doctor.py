@@ -16,12 +16,13 @@ from typing import Any, BinaryIO
 
 import click
 
+from hangar.cli.options import json_option
 from hangar.diagnose.model import Diagnosis
 
 
 @click.command("doctor")
 @click.argument("inputs", nargs=-1, required=True, metavar="LOG... | - | RUN_ID")
-@click.option("--json", "as_json", is_flag=True, help="Print the JSON contract instead of text.")
+@json_option(help="Print the JSON contract instead of text.")
 @click.option(
     "--llm",
     "llm_url",

@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from hangar.cli.options import json_option
+
 _SOURCE_HELP = "exactly one of --vllm, --nightly, --spec, --python, --image"
 
 
@@ -170,7 +172,7 @@ def add_command(
 
 
 @engines.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option(help="Print JSON instead of a table.")
 def list_command(as_json: bool) -> None:
     """Registered engines (user registry plus ./hangar-engines.toml)."""
     from hangar.engines import registry
@@ -240,7 +242,7 @@ def _print_inspection(found: Any) -> None:
 
 @engines.command("inspect")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@json_option(help="Print JSON instead of text.")
 @click.option("--no-cache", is_flag=True, help="Re-read the files even if a cached result exists.")
 def inspect_command(name: str, as_json: bool, no_cache: bool) -> None:
     """What engine NAME can do, read from its files (never imports vLLM or torch).
@@ -351,7 +353,7 @@ def remove_command(name: str) -> None:
 
 @engines.command("history")
 @click.argument("name", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of lines.")
+@json_option(help="Print JSON instead of lines.")
 def history_command(name: str | None, as_json: bool) -> None:
     """Every version evaluated for NAME (or all engines), nightly strings verbatim."""
     from hangar.engines import registry

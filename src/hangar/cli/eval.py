@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from hangar.cli.options import json_option
 from hangar.errors import UsageError
 
 
@@ -43,9 +44,7 @@ def _floats(text: str | None, option: str) -> list[float]:
     show_default=True,
     help="Comma-separated suites (smoke,tools,reasoning,vision,structured,logs,perf) or 'all'.",
 )
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the result as JSON (see docs/eval.md)."
-)
+@json_option(help="Print the result as JSON (see docs/eval.md).")
 @click.option(
     "--api-key",
     default=None,

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from hangar.cli.options import json_option
 from hangar.hardware.spec import GpuSpec
 
 _MIB = 2**20
@@ -18,7 +19,7 @@ def gpus() -> None:
 
 
 @gpus.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option(help="Print JSON instead of a table.")
 def list_command(as_json: bool) -> None:
     """Every GPU in the catalog, with the facts vLLM reads through NVML."""
     from hangar.hardware.catalog import list_gpus
@@ -32,7 +33,7 @@ def list_command(as_json: bool) -> None:
 
 @gpus.command("show")
 @click.argument("name")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+@json_option(help="Print JSON instead of text.")
 def show_command(name: str, as_json: bool) -> None:
     """One GPU, by any name Hangar accepts (H100, rtx4090, 'NVIDIA A100-SXM4-80GB', ...)."""
     from hangar.hardware.catalog import lookup
@@ -45,7 +46,7 @@ def show_command(name: str, as_json: bool) -> None:
 
 
 @gpus.command("detect")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option(help="Print JSON instead of a table.")
 def detect_command(as_json: bool) -> None:
     """The NVIDIA GPUs this host exposes (honours CUDA_VISIBLE_DEVICES)."""
     from hangar.hardware.detect import detect_local_gpus

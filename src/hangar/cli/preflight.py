@@ -3,37 +3,32 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import click
-from click.core import ParameterSource
 
-from hangar.cli.options import hardware_options, json_option
+from hangar.cli.options import given_values, json_option, param_options
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def deployment_options(func: F) -> F:
-    """Flags that override (or, with a MODEL, build) the deployment; shared with launch."""
-    func = click.option("--port", type=click.IntRange(1, 65535), help="Port to serve on.")(func)
-    func = click.option("--host", help="Bind address (default 127.0.0.1).")(func)
-    func = click.option("--pp", type=click.IntRange(min=1), help="Pipeline parallel size.")(func)
-    func = click.option("--tp", type=click.IntRange(min=1), help="Tensor parallel size.")(func)
-    func = click.option("--engine", help="Engine name (hangar engines list) or interpreter path.")(
-        func
-    )
-    return hardware_options(func)
+# The flags launch took before the table (its owner switches it to param_options("deploy")
+# and deployment_from_cli); kept so `hangar launch` keeps working meanwhile.
+_LAUNCH_FLAGS = ("gpu", "gpus", "nodes", "engine", "tp", "pp", "host", "port")
+deployment_options = param_options("deploy", only=_LAUNCH_FLAGS)
 
 
 def overrides(**values: Any) -> dict[str, Any]:
-    """The flags the user actually gave: a default (--nodes 1) must not override the file."""
-    keys = ("gpu", "gpus", "nodes", "engine", "tp", "pp", "host", "port")
-    ctx = click.get_current_context(silent=True)
-    given = {k: values.get(k) for k in keys}
-    if ctx is not None and ctx.get_parameter_source("nodes") is ParameterSource.DEFAULT:
-        given["nodes"] = None
-    return given
+    """The flags the user actually gave: a default must not override the file."""
+    given = given_values()
+    return {k: given.get(k) for k in _LAUNCH_FLAGS}
+
+
+def deployment_from_cli(target: str | None, kind: str | None) -> Any:
+    """The deployment FILE or MODEL with the flags given on this command line over it,
+    then ``--target KIND``."""
+    from hangar.deploy.init import with_target_kind
+    from hangar.deploy.params import deployment_for
+
+    return with_target_kind(deployment_for(target, given_values()), kind)
 
 
 def findings_json(findings: Sequence[Any]) -> list[dict[str, Any]]:
@@ -65,17 +60,16 @@ def render_findings(findings: Sequence[Any]) -> None:
 @click.option(
     "--target", "kind", type=click.Choice(["local", "slurm", "container"]), help="Override [target] kind."
 )
-@deployment_options
+@param_options("deploy")
 @json_option
 def preflight(target: str | None, kind: str | None, as_json: bool, **flags: Any) -> int:
     """Check a deployment FILE (default ./hangar.toml) or a MODEL before launching it.
 
     Exit code 1 when any finding is an error.
     """
-    from hangar.deploy.init import deployment_for_cli, with_target_kind
     from hangar.preflight.runner import preflight as run_preflight
 
-    d = with_target_kind(deployment_for_cli(target, overrides(**flags)), kind)
+    d = deployment_from_cli(target, kind)
     report = run_preflight(d)
     if as_json:
         doc = {

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from hangar.cli.preflight import deployment_options, overrides
+from hangar.cli.options import param_options
+from hangar.cli.preflight import deployment_from_cli
 
 
 @click.command()
@@ -22,16 +23,15 @@ from hangar.cli.preflight import deployment_options, overrides
     type=click.Path(file_okay=False, path_type=Path),
     help="Write every file it would submit or copy into this directory and list them.",
 )
-@deployment_options
+@param_options("deploy")
 def render(target: str | None, kind: str | None, output: Path | None, **flags: Any) -> int:
     """Print the sbatch script (Slurm) or the argv (local) for FILE (default ./hangar.toml)."""
-    from hangar.deploy.init import deployment_for_cli, with_target_kind
     from hangar.errors import HangarError
     from hangar.launch.orchestrator import render as render_target
     from hangar.paths import runs_root
     from hangar.preflight.runner import preflight
 
-    d = with_target_kind(deployment_for_cli(target, overrides(**flags)), kind)
+    d = deployment_from_cli(target, kind)
     report = preflight(d, with_plan=False)
     if report.engine is None or not report.engine.exists:
         raise HangarError(

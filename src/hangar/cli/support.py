@@ -6,6 +6,8 @@ import json
 
 import click
 
+from hangar.cli.options import json_option
+
 
 def _mark(value: bool | None) -> str:
     return "?" if value is None else ("yes" if value else "no")
@@ -20,7 +22,7 @@ def _mark(value: bool | None) -> str:
     metavar="NAME",
     help="Check only this engine (repeatable; default: every registered engine).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@json_option(help="Print JSON instead of a table.")
 def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
     """Can each engine run MODEL (a directory, catalog id or hub id), and if not: a nightly
     or newer venv (A), the image the card names (B) or a source build, with the reasons:

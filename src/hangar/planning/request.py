@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from hangar.deploy.params import BY_NAME
 from hangar.planning.versions import DEFAULT_VLLM_VERSION
 
 
@@ -32,3 +36,14 @@ class PlanRequest(BaseModel):
     @property
     def layout_requested(self) -> bool:
         return any(v is not None for v in (self.tp, self.pp, self.dp, self.ep))
+
+
+def request_fields(values: Mapping[str, Any]) -> dict[str, Any]:
+    """PlanRequest fields from deployment parameters by name (hangar.deploy.params);
+    parameters the request has no field for (gpu, port, ...) and None values are left out."""
+    fields = {}
+    for name, value in values.items():
+        field = BY_NAME[name].request if name in BY_NAME else None
+        if field is not None and value is not None:
+            fields[field] = value
+    return fields

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hangar.deploy.params import PARAMS, file_value
+
 if TYPE_CHECKING:  # plan never needs the deployment schema; launch passes one in
     from hangar.deploy.schema import Deployment
 
@@ -68,30 +70,37 @@ class ServeOptions(BaseModel):
     headless: bool = False  # --headless without a NodeRole (DP secondary nodes)
 
 
+# The table's parameters that become vllm serve flags, in its order: a value flag is
+# written when set and not vLLM's own default, a switch when on.
+_SERVED = tuple(p for p in PARAMS if p.serve is not None)
+_VALUES = tuple(p for p in _SERVED if p.kind != "switch")
+
+
 def _value_flags(o: ServeOptions) -> list[tuple[str, object]]:
-    return [
-        ("--host", o.host),
-        ("--port", o.port),
-        ("--served-model-name", o.served_name),
-        ("--revision", o.revision),
-        ("--tensor-parallel-size", o.tp if o.tp != 1 else None),
-        ("--pipeline-parallel-size", o.pp if o.pp != 1 else None),
-        ("--data-parallel-size", o.dp if o.dp != 1 else None),
-        ("--max-model-len", o.max_model_len),
-        ("--gpu-memory-utilization", o.gpu_memory_utilization),
-        ("--max-num-seqs", o.max_num_seqs),
-        ("--max-num-batched-tokens", o.max_num_batched_tokens),
-        ("--dtype", o.dtype),
-        ("--kv-cache-dtype", o.kv_cache_dtype),
-        ("--quantization", o.quantization),
-        ("--tool-call-parser", o.tool_call_parser),
-        ("--reasoning-parser", o.reasoning_parser),
+    table = [
+        (str(p.serve), None if value == p.vllm_default else value)
+        for p in _VALUES
+        for value in (getattr(o, p.name),)
+    ]
+    return table + [
         ("--distributed-executor-backend", o.backend),
         ("--data-parallel-size-local", o.dp_local),
         ("--data-parallel-start-rank", o.dp_start_rank),
         ("--data-parallel-address", o.dp_address),
         ("--data-parallel-rpc-port", o.dp_rpc_port),
     ]
+
+
+def _switches(o: ServeOptions) -> list[str]:
+    """Switches that are on, and the ones a set value implies (--enable-auto-tool-choice)."""
+    flags = []
+    for p in _SERVED:
+        value = getattr(o, p.name)
+        if p.kind == "switch" and value:
+            flags.append(str(p.serve))
+        if p.implies is not None and value is not None:
+            flags.append(p.implies)
+    return flags
 
 
 def _node_flags(node: NodeRole | None) -> list[str]:
@@ -116,13 +125,7 @@ def serve_flags(o: ServeOptions) -> tuple[str, ...]:
     for flag, value in _value_flags(o):
         if value is not None:
             flags += [flag, str(value)]
-    switches = [
-        ("--enable-expert-parallel", o.ep),
-        ("--enable-auto-tool-choice", o.tool_call_parser is not None),
-        ("--enforce-eager", o.enforce_eager),
-        ("--trust-remote-code", o.trust_remote_code),
-    ]
-    flags += [flag for flag, on in switches if on]
+    flags += _switches(o)
     headless = ["--headless"] if o.headless and not (o.node and o.node.headless) else []
     return (*flags, *_node_flags(o.node), *headless, *o.extra_args)
 
@@ -132,29 +135,21 @@ def serve_command(o: ServeOptions) -> tuple[str, ...]:
     return ("vllm", "serve", o.model, *serve_flags(o))
 
 
+# Filled from [target.<kind>] by the target that places the server (placement).
+_PLACED = frozenset({"host", "port"})
+
+
 def options_for(d: Deployment, **placement: object) -> ServeOptions:
     """The deployment's serve options; ``placement`` adds host/port/backend/node."""
-    s, p = d.serve, d.parallel
+    from_file = {
+        p.name: file_value(d, p) for p in _SERVED if p.path is not None and p.name not in _PLACED
+    }
     return ServeOptions.model_validate(
         {
+            **from_file,
             "model": d.model.id,
-            "served_name": d.model.name_for_clients,
-            "revision": d.model.revision,
-            "tp": p.tensor,
-            "pp": p.pipeline,
-            "dp": p.data,
-            "ep": p.expert,
-            "max_model_len": s.max_model_len,
-            "gpu_memory_utilization": s.gpu_memory_utilization,
-            "max_num_seqs": s.max_num_seqs,
-            "dtype": s.dtype,
-            "kv_cache_dtype": s.kv_cache_dtype,
-            "quantization": s.quantization,
-            "tool_call_parser": s.tool_call_parser,
-            "reasoning_parser": s.reasoning_parser,
-            "enforce_eager": s.enforce_eager,
-            "trust_remote_code": d.model.trust_remote_code,
-            "extra_args": s.extra_args,
+            "served_name": d.model.name_for_clients,  # clients always see one name
+            "extra_args": d.serve.extra_args,
             **placement,
         }
     )
