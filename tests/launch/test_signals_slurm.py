@@ -1,0 +1,71 @@
+"""A signal to `hangar launch` of a Slurm job while it waits in the queue cancels the job
+(scancel, through the Slurm target's stop) and marks the run stopped (issue 13, part 2)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from slurm.test_hangar_launch import fake_deployment, rewrite, wait_gone
+from support.slurm_cluster import SlurmCluster
+from support.slurm_plugin import slurm_cluster  # noqa: F401  the session's one cluster
+
+from hangar.launch.runs import open_store
+from hangar.store import runs as store
+
+from .conftest import make_fake_engine
+
+
+def test_sigint_while_queued_cancels_the_job(
+    slurm_cluster: SlurmCluster,  # noqa: F811
+    tmp_path: Path,
+    model_dir: Path,
+) -> None:
+    engine = make_fake_engine(tmp_path / "engine")
+    # Two nodes on the one-node partition: Slurm keeps it pending (PartitionNodeLimit).
+    path = fake_deployment(
+        slurm_cluster,
+        tmp_path,
+        engine,
+        model_dir,
+        partition=slurm_cluster.limited_partition,
+        multinode="mp",
+        queue_timeout_s=600,
+    )
+    rewrite(path, resources={"nodes": 2})
+    launch = subprocess.Popen(
+        [sys.executable, "-m", "hangar", "launch", str(path), "--force"],
+        env={**os.environ, **slurm_cluster.env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        job = queued_job(launch)
+        launch.send_signal(signal.SIGINT)
+        _, err = launch.communicate(timeout=120)
+    finally:
+        if launch.poll() is None:
+            launch.kill()
+            launch.communicate()
+    assert launch.returncode == 130 and "Traceback" not in err, err
+    wait_gone(slurm_cluster, job)
+    run = store.list_runs(open_store())[0]
+    assert run.status == "stopped" and "SIGINT" in (run.error or ""), run
+
+
+def queued_job(launch: subprocess.Popen[str]) -> int:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert launch.poll() is None, launch.communicate()
+        runs = store.list_runs(open_store())
+        if runs and runs[0].handle.get("job_id") and any(
+            e.stage == "queued" for e in store.list_events(open_store(), runs[0].id)
+        ):
+            return int(runs[0].handle["job_id"])
+        time.sleep(0.3)
+    raise AssertionError("the job never reached the queue wait")
