@@ -104,3 +104,17 @@ def test_engine_facts_come_from_the_image(sif_file: Path) -> None:
     assert engine is not None and engine.exists
     assert engine.vllm_version == "0.32.0" and str(engine.python) == "/usr/bin/python3"
     assert slurm_container_engine(Deployment.model_validate({"model": {"id": "a/b"}})) is None
+
+
+def test_missing_bind_source(sif_file: Path, tmp_path: Path) -> None:
+    from hangar.deploy.schema import ContainerTarget
+    from hangar.preflight.container import bind_findings
+
+    gone = str(tmp_path / "gone")
+    d = deployment({"image": str(sif_file), "binds": [f"{gone}:/data:ro", str(tmp_path)]})
+    found = [f for f in slurm_container_findings(d, facts(), on_path(STANDINS)) if "bind" in f.id]
+    assert [(f.id, f.severity, f.evidence) for f in found] == [
+        ("slurm.container.bind.missing", "warning", f"{gone}:/data:ro")
+    ]
+    one_host = ContainerTarget.model_validate({"binds": [gone]})
+    assert [f.id for f in bind_findings(one_host)] == ["container.bind.missing"]

@@ -49,7 +49,7 @@ def sandbox_image(root: Path, engine: Path) -> Path:
         (root / d).mkdir(parents=True)
     for d in ("bin", "lib", "lib64", "sbin"):
         (root / d).symlink_to(f"usr/{d}")
-    site = next((engine.parent.parent / "lib").glob("python3*/site-packages"))
+    site = _site(engine)
     env = root / ".singularity.d" / "env"
     env.mkdir(parents=True)
     (env / "90-environment.sh").write_text(f"export PYTHONPATH={site}\n")
@@ -95,6 +95,8 @@ def test_pyxis_in_a_slurm_job_serves_and_stop_leaves_nothing(
 ) -> None:
     model, site = _model(tmp_path), _site(fake_engine)
     image = sandbox_image(tmp_path / "vllm.rootfs", fake_engine)
+    # an image ENV that would win over the task's value, were it not in --container-env
+    # (the node would then bind vLLM to "image-value" and never become ready)
     (image / "etc" / "environment").write_text(f"PYTHONPATH={site}\nHANGAR_HEAD_IP=image-value\n")
     path = _deployment(
         tmp_path / "hangar.toml",
@@ -135,33 +137,19 @@ def test_pyxis_in_a_slurm_job_serves_and_stop_leaves_nothing(
 def test_apptainer_in_a_slurm_job_serves_and_stop_leaves_nothing(
     slurm_cluster: SlurmCluster, fake_engine: Path, tmp_path: Path
 ) -> None:
-    model = tmp_path / "tiny model"
-    model.mkdir()
-    (model / "config.json").write_text('{"architectures": ["LlamaForCausalLM"]}')
+    model, site = _model(tmp_path), _site(fake_engine)
     image = sandbox_image(tmp_path / "vllm.sandbox", fake_engine)
-    site = next((fake_engine.parent.parent / "lib").glob("python3*/site-packages"))
-    path = tmp_path / "hangar.toml"
-    data = {
-        "name": "in-apptainer",
-        "model": {"id": str(model), "served_name": "tiny"},
-        "engine": str(fake_engine),
-        "env": {"FAKE_SERVICE_TOKEN": SECRET, "FAKE_LIST": "a,b"},
-        "target": {
-            "kind": "slurm",
-            "slurm": {
-                "port": 31120,
-                "stop_grace_s": 3,
-                "ready_timeout_s": 120,
-                "tmp_root": NODE_LOCAL_TMP,
-            },
-            "container": {
-                "runtime": "apptainer",
-                "image": str(image),
-                "binds": ["/usr:/usr:ro", f"{site}:{site}:ro"],
-            },
+    path = _deployment(
+        tmp_path / "hangar.toml",
+        fake_engine,
+        model,
+        31120,
+        {
+            "runtime": "apptainer",
+            "image": str(image),
+            "binds": ["/usr:/usr:ro", f"{site}:{site}:ro"],
         },
-    }
-    write_deployment(deployment_from_data(data), path)
+    )
     log = tmp_path / "apptainer-argv.jsonl"
     env = {
         "PATH": f"{STANDINS}{os.pathsep}{slurm_cluster.env['PATH']}",

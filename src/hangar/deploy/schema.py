@@ -311,6 +311,14 @@ _SHM_SIZE = re.compile(r"\d+[bkmg]?", re.IGNORECASE)  # podman/docker --shm-size
 _BIND = re.compile(r"(/[^:,]*)(:/[^:,]*)?(:ro|:rw)?")
 
 
+def split_bind(spec: str) -> tuple[str, str, bool]:
+    """``SRC[:DST][:ro|rw]`` (validated by ``_BIND``) as (src, dst, read-only); DST
+    defaults to SRC."""
+    src, *rest = spec.split(":")
+    mode = rest.pop() if rest and rest[-1] in ("ro", "rw") else "rw"
+    return src, rest[0] if rest else src, mode == "ro"
+
+
 class ContainerOptions(_Section):
     """What a container setting means wherever it runs: alone on this host
     ([target.container] with kind = "container") or on every node of a Slurm job

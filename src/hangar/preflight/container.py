@@ -4,7 +4,7 @@
 ``engines.image``, never by running it) and ``container.*`` findings: runtime missing or
 unusable, image absent (and not pullable by the deployment's pull policy), the image's
 vLLM lacking a flag or parser the deployment passes, no shared memory for the workers,
-the host port taken.
+the host port taken, a bind source missing.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from hangar.deploy.schema import ContainerTarget, Deployment
+from hangar.deploy.schema import ContainerTarget, Deployment, split_bind
 from hangar.engines.errors import InspectFailed
 from hangar.engines.model import Inspection
 from hangar.errors import CommandFailed, HangarError
@@ -129,6 +129,22 @@ def _shm_finding(c: ContainerTarget, d: Deployment) -> list[Finding]:
     ]
 
 
+def bind_findings(c: ContainerTarget) -> list[Finding]:
+    """A bind whose source is missing: podman/docker would create it as root, apptainer
+    refuses to start."""
+    return [
+        _finding(
+            "bind.missing",
+            "error",
+            f"bind source {split_bind(b)[0]} does not exist",
+            "create it, or remove it from target.container.binds",
+            evidence=b,
+        )
+        for b in c.binds
+        if not Path(split_bind(b)[0]).exists()
+    ]
+
+
 def _image_findings(c: ContainerTarget, image: str, present: bool) -> list[Finding]:
     if present:
         return []
@@ -162,7 +178,7 @@ def container_preflight(
         image = image_of(d)
     except HangarError as exc:
         return None, [_finding("image.unset", "error", exc.message, exc.hint or "")]
-    findings = _shm_finding(c, d)
+    findings = _shm_finding(c, d) + bind_findings(c)
     if port_in_use(c.host, c.port):
         findings.append(
             _finding(

@@ -8,6 +8,7 @@
   options in ``srun --help`` (pyxis registers them in srun, README "Usage"); only a
   warning, since the compute nodes may differ from the submit host;
 - ``--nvccli`` needs ``nvidia-container-cli`` (plain ``--nv`` does not);
+- every ``binds`` source exists here (apptainer and enroot refuse a missing one);
 - the image's vLLM (read from its files, never run: ``engines.image``) has the flags and
   parsers the deployment passes (the container target's own check).
 
@@ -22,14 +23,14 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from hangar.deploy.schema import Deployment, SlurmContainer, SlurmTargetSection
+from hangar.deploy.schema import Deployment, SlurmContainer, SlurmTargetSection, split_bind
 from hangar.engines.errors import InspectFailed
 from hangar.engines.model import Inspection
 from hangar.errors import CommandFailed
 from hangar.preflight.container import flag_findings
 from hangar.preflight.engine import EngineFacts
-from hangar.preflight.findings import Finding
-from hangar.preflight.slurm.common import fs_evidence, node_local_reason
+from hangar.preflight.findings import Finding, Severity
+from hangar.preflight.slurm.common import finding, fs_evidence, node_local_reason
 from hangar.preflight.slurm.facts import SlurmFacts
 from hangar.proc import run
 
@@ -41,14 +42,8 @@ def _container(d: Deployment) -> SlurmContainer | None:
     return t.container if isinstance(t, SlurmTargetSection) else None
 
 
-def _finding(id_: str, severity: str, message: str, fix: str, evidence: str = "") -> Finding:
-    return Finding(
-        id=f"slurm.container.{id_}",
-        severity=severity,  # type: ignore[arg-type]
-        message=message,
-        fix=fix,
-        evidence=evidence,
-    )
+def _finding(id_: str, severity: Severity, message: str, fix: str, evidence: str = "") -> Finding:
+    return finding(f"slurm.container.{id_}", severity, message, fix, evidence)
 
 
 def _is_path(image: str) -> bool:
@@ -99,6 +94,22 @@ def image_findings(c: SlurmContainer, facts: SlurmFacts) -> list[Finding]:
             "move the image to a shared filesystem (the run dir's, or a site image store)",
             evidence=fs_evidence(str(path.resolve()), facts),
         )
+    ]
+
+
+def bind_findings(c: SlurmContainer) -> list[Finding]:
+    """A bind source missing here is likely missing on the nodes (a failed container start)."""
+    missing = [b for b in c.binds if not Path(split_bind(b)[0]).exists()]
+    return [
+        _finding(
+            "bind.missing",
+            "warning",
+            f"bind source {split_bind(b)[0]} does not exist here; the container fails to start "
+            "on a node that lacks it",
+            "create it on the shared filesystem, or remove it from target.container.binds",
+            evidence=b,
+        )
+        for b in missing
     ]
 
 
@@ -166,7 +177,7 @@ def slurm_container_findings(
     c = _container(d)
     if c is None:
         return []
-    found = image_findings(c, facts) + runtime_findings(c, env)
+    found = image_findings(c, facts) + runtime_findings(c, env) + bind_findings(c)
     inspected = _inspection(str(c.image))
     if inspected is None and _is_path(str(c.image)) and Path(str(c.image)).is_file():
         found.append(

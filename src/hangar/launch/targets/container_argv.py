@@ -26,6 +26,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from hangar.deploy.schema import split_bind
 from hangar.errors import HangarError, InputError
 
 Runtime = Literal["podman", "docker", "apptainer"]
@@ -97,9 +98,8 @@ def checked_mounts(mounts: tuple[Mount, ...]) -> tuple[Mount, ...]:
 
 def parse_bind(spec: str) -> Mount:
     """``SRC[:DST][:ro|rw]`` (validated by the schema) as a Mount; DST defaults to SRC."""
-    src, *rest = spec.split(":")
-    mode = rest.pop() if rest and rest[-1] in ("ro", "rw") else "rw"
-    return Mount(src=src, dst=rest[0] if rest else src, ro=mode == "ro")
+    src, dst, ro = split_bind(spec)
+    return Mount(src=src, dst=dst, ro=ro)
 
 
 def mounts_for(
