@@ -211,3 +211,17 @@ def test_schema_refuses_multi_node_and_bad_gpus() -> None:
         _deployment({}, resources={"nodes": 2})
     with pytest.raises(InputError, match="device list"):
         _deployment({"gpus": "first"})
+
+
+@pytest.mark.parametrize(
+    ("runtime", "flag"), [("podman", "-v"), ("docker", "-v"), ("apptainer", "--bind")]
+)
+def test_user_binds_follow_the_data_mounts(runtime: str, flag: str) -> None:
+    d = _deployment({"runtime": runtime, "binds": ["/shared/data:/data:ro", "/scratch"]})
+    argv = list(runtime_argv(build_spec(d, _ctx(), env={}, uid=0, gid=0)))
+    mounts = [argv[i + 1] for i, a in enumerate(argv) if a == flag]
+    assert mounts[-3:] == [
+        "/models/tiny:/hangar/model:ro",
+        "/shared/data:/data:ro",
+        "/scratch:/scratch",
+    ]
