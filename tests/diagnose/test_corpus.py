@@ -8,7 +8,9 @@ from hangar.diagnose import CAUSES, diagnose_paths
 
 from .conftest import CORPUS, load_manifest
 
-MIN_ACCURACY = 0.90
+# Measured 80/80 (in-sample: the signatures were written from these threads); the floor is
+# that minus two cases (78/80 = 97.5%), the margin for a change that moves a case each way.
+MIN_ACCURACY = 0.975
 
 
 def test_manifest_is_complete() -> None:

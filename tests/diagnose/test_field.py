@@ -17,8 +17,9 @@ from hangar.diagnose.knowledge import load
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIELD = FIXTURES / "logs_field"
+# Measured minus one case: dev 22/22 -> 21/22 = 95.4%; held-out 20/21 -> 19/21 = 90.5%.
 DEV_FLOOR = 0.95
-HELDOUT_FLOOR = 0.85
+HELDOUT_FLOOR = 0.90
 
 
 def _sources(corpus: str) -> set[str]:

@@ -19,7 +19,10 @@ from hangar.diagnose import CAUSES, diagnose_paths
 
 HELDOUT = Path(__file__).resolve().parents[1] / "fixtures" / "logs_heldout"
 CORPUS_MANIFEST = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "manifest.yaml"
-MIN_ACCURACY = 0.80  # the measured held-out baseline was 80.7%; the suite must not fall below it
+# Measured 55/57 = 96.5% (in-sample since the fixes made from its misses); the floor is that
+# figure minus two cases (53/57 = 93.0%), the margin for one signature change moving a case
+# each way. Its honest held-out baseline (46/57 = 80.7%) is history, not a floor.
+MIN_ACCURACY = 0.92
 
 
 def _cases(manifest: Path) -> list[dict[str, Any]]:

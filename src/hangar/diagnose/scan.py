@@ -17,8 +17,9 @@ Ranking rules (why the first cause is usually the root and not the last symptom)
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hangar.diagnose import buffers, reader
 from hangar.diagnose.knowledge import KnowledgeBase, Pattern
@@ -30,6 +31,9 @@ MAX_TEXT = 400
 SUPPRESS_FACTOR = 0.5
 MIN_CONFIDENCE = 0.15
 STALL_WINDOW = 25
+# A log written to this recently may still be progressing: a stage marker at its end is a
+# hang only with less confidence (the `hangar doctor` of a run still starting).
+STALL_RECENT_S = 120.0
 
 
 class _Needles:
@@ -62,8 +66,10 @@ class _Hits:
 class Scanner:
     """Feed it sources (in order); ask for the diagnosis at the end."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
+    def __init__(self, kb: KnowledgeBase, now: float | None = None) -> None:
         self.kb = kb
+        self._now = time.time() if now is None else now
+        self._written: list[float | None] = []
         self._hits: dict[tuple[str, str, int], _Hits] = {}
         self._dead: set[str] = set()
         self._live = 0
@@ -130,6 +136,7 @@ class Scanner:
 
     def _open(self, source: reader.Source) -> int:
         self.files.append(source.name)
+        self._written.append(_mtime(source))
         return len(self.files) - 1
 
     def _close(self, line_no: int) -> None:
@@ -192,9 +199,15 @@ class Scanner:
         if len(hits.evidence) < MAX_EVIDENCE:
             hits.evidence.append(Evidence(file=name, line=line_no, text=text.strip()[:MAX_TEXT]))
 
+    def _quiet_for(self) -> tuple[float | None, ...]:
+        """Seconds since each file was last written (None for stdin and text)."""
+        return tuple(None if w is None else max(0.0, self._now - w) for w in self._written)
+
     def diagnosis(self) -> Diagnosis:
         return Diagnosis(
-            causes=tuple(rank(self.kb.signatures, self._hits, tuple(self._file_lines))),
+            causes=tuple(
+                rank(self.kb.signatures, self._hits, tuple(self._file_lines), self._quiet_for())
+            ),
             files=tuple(self.files),
             lines_scanned=self.lines,
             bytes_scanned=self.bytes,
@@ -209,6 +222,7 @@ class _Fired:
     evidence: tuple[Evidence, ...]
     repeats: int
     last: tuple[int, int] = (-1, -1)
+    note: str = ""
 
 
 def _at_end(primary: list[_Hits], file_lines: tuple[int, ...]) -> bool:
@@ -259,13 +273,14 @@ def rank(
     signatures: Iterable[Signature],
     hits: dict[tuple[str, str, int], _Hits],
     file_lines: tuple[int, ...] = (),
+    quiet_for: tuple[float | None, ...] = (),
 ) -> list[Finding]:
     """Fired signatures -> one finding per cause, best first."""
     fired = [f for sig in signatures if (f := _fire(sig, hits, file_lines))]
     if any(not (f.sig.fallback or f.sig.stall) for f in fired):
         fired = [f for f in fired if not (f.sig.fallback or f.sig.stall)]
     elif any(f.sig.stall for f in fired):
-        fired = _stalls_not_followed_by_errors(fired)
+        fired = [_with_quiet_time(f, quiet_for) for f in _stalls_not_followed_by_errors(fired)]
     demoted = {cause for f in fired for cause in f.sig.suppresses if cause != f.sig.cause}
     best: dict[str, tuple[float, _Fired]] = {}
     for f in fired:
@@ -288,12 +303,48 @@ def _stalls_not_followed_by_errors(fired: list[_Fired]) -> list[_Fired]:
     return stalls or [f for f in fired if not f.sig.stall]
 
 
+def _with_quiet_time(f: _Fired, quiet_for: tuple[float | None, ...]) -> _Fired:
+    """A hang is the last stage reached *and* the time since: say how long the log has been
+    silent, and trust a stop less while the log is still fresh."""
+    if not f.sig.stall:
+        return f
+    order = f.last[0]
+    quiet = quiet_for[order] if 0 <= order < len(quiet_for) else None
+    note = f" The log ends at this stage (line {f.last[1]})."
+    if quiet is None:
+        return replace(f, note=note)
+    note = f"{note[:-1]} and was last written {_duration(quiet)} ago."
+    if quiet >= STALL_RECENT_S:
+        return replace(f, note=note)
+    note += " It may still be progressing: run `hangar doctor` again in a few minutes."
+    return replace(f, note=note, confidence=f.confidence * 0.5)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def _mtime(source: reader.Source) -> float | None:
+    if source.path is None:
+        return None
+    try:
+        return source.path.stat().st_mtime
+    except OSError:
+        return None
+
+
 def _finding(score: float, f: _Fired) -> Finding:
     return Finding(
         cause=f.sig.cause,
         signature=f.sig.id,
         confidence=round(score, 2),
-        explanation=f.sig.explanation.strip(),
+        explanation=f.sig.explanation.strip() + f.note,
         fix="\n".join(f.sig.fix),
         evidence=f.evidence,
         title=f.sig.title,
