@@ -180,3 +180,35 @@ def test_launch_legacy_flags_never_override_the_file(tmp_path: Path) -> None:
     with _command("launch").make_context("launch", [str(path), "--gpus", "4"]) as ctx, ctx.scope():
         given = {k: v for k, v in overrides().items() if v is not None}
     assert given == {"gpus": 4}
+
+
+@pytest.mark.parametrize("with_layout", [True, False])
+@pytest.mark.parametrize(
+    "p", [p for p in PARAMS if p.path and p.request], ids=lambda p: p.name
+)
+def test_file_value_fills_its_plan_request_field(p: Param, with_layout: bool) -> None:
+    """The table's mapping and the planner's plan_request(deployment) agree."""
+    from hangar.planning.deployment import plan_request
+    from hangar.planning.request import deployment_request_fields
+
+    d = deployment_from_data(_file_data(p, _samples(p)[0]))
+    fields = deployment_request_fields(d, with_layout=with_layout)
+    assert PlanRequest.model_validate(fields) == plan_request(d, with_layout=with_layout)
+    if with_layout or p.name not in ("tp", "pp", "dp", "ep"):
+        assert getattr(plan_request(d, with_layout=with_layout), str(p.request)) == _samples(p)[0]
+
+
+def test_extra_args_owned_flags_are_the_tables_serve_flags() -> None:
+    """serve.extra_args may not repeat a flag a structured field owns (preflight's
+    plan_bridge): that list is the table's serve flags and the switches they imply."""
+    from hangar.deploy.params import TARGET_KIND
+    from hangar.preflight.plan_bridge import OWNED_FLAGS
+
+    owned = {
+        flag: str(p.path).replace(TARGET_KIND, "<kind>")
+        for p in PARAMS
+        if p.path is not None
+        for flag in (p.serve, p.implies)
+        if flag is not None
+    }
+    assert owned == OWNED_FLAGS

@@ -140,6 +140,8 @@ PARAMS: tuple[Param, ...] = (
 )
 
 BY_NAME: dict[str, Param] = {p.name: p for p in PARAMS}
+# The parallel layout; the planner chooses it when the request leaves it out.
+LAYOUT = ("tp", "pp", "dp", "ep")
 
 
 def params_for(command: Command) -> tuple[Param, ...]:

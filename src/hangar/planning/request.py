@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hangar.deploy.params import BY_NAME
+from hangar.deploy.params import BY_NAME, LAYOUT, PARAMS, file_value
 from hangar.planning.versions import DEFAULT_VLLM_VERSION
+
+if TYPE_CHECKING:
+    from hangar.deploy.schema import Deployment
 
 
 class PlanRequest(BaseModel):
@@ -47,3 +50,15 @@ def request_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         if field is not None and value is not None:
             fields[field] = value
     return fields
+
+
+def deployment_request_fields(d: Deployment, *, with_layout: bool = True) -> dict[str, Any]:
+    """The PlanRequest fields a deployment sets; ``with_layout=False`` leaves tp/pp/dp/ep
+    to the planner."""
+    return request_fields(
+        {
+            p.name: file_value(d, p)
+            for p in PARAMS
+            if p.path is not None and p.request is not None and (with_layout or p.name not in LAYOUT)
+        }
+    )
