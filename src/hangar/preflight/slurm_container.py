@@ -203,7 +203,9 @@ def slurm_container_engine(d: Deployment) -> EngineFacts | None:
         python=Path(c.python),
         exists=found is not None or not _is_path(image) or Path(image).exists(),
         vllm_version=found.vllm_version if found else None,
-        vllm_distribution=found.vllm_distribution if found else None,
+        # an image not read here (an enroot URI) is taken to hold the `vllm` wheel, as vLLM's
+        # and NVIDIA's images do: its CLI serves (the dist-less CPU build is a venv case)
+        vllm_distribution=found.vllm_distribution if found else "vllm",
         torch_version=found.torch_version if found else None,
         torch_cuda=found.torch_cuda if found else None,
     )
