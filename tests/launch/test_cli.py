@@ -53,7 +53,8 @@ def test_launch_status_logs_stop_clean(
     assert "Application startup complete" in capsys.readouterr().out
     assert main(["stop", run_id[:4]]) == 0
     assert "stopped" in capsys.readouterr().out
-    assert main(["stop", run_id]) == 1
+    assert main(["stop", run_id]) == 0  # already stopped: idempotent, says so
+    assert "already" in capsys.readouterr().out
     assert main(["clean", "--dry-run"]) == 0
     assert run_id in capsys.readouterr().out
     assert main(["clean"]) == 0
