@@ -6,9 +6,10 @@ past that it walks a DFA byte by byte, which with the ~250 anchors of the knowle
 ran at about half the speed of ``grep -E -f`` here, and Teddy over 64 needles about five
 times faster than that DFA. So the anchors are split into groups of 64, each searched with
 Teddy. An anchor that contains another live anchor needs no search of its own (the inner
-one selects its lines). Sharing shorter substrings between anchors was measured and
-rejected: the shared substrings (" not support", "NCCL INFO", " KV cache ") are the words of
-healthy log lines, and selecting those costs more than the fewer groups save.
+one selects its lines), and anchors that share a run of SHARED_RUN characters are selected
+by that run. Shorter shared runs were measured and rejected: they are the words of healthy
+log lines (" not support", "NCCL INFO", " KV cache "), and selecting those costs more than
+the fewer groups save.
 A selector only *selects* a line: the exact anchors and the full regexes run on it after.
 """
 
@@ -19,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 TEDDY_LIMIT = 64
+SHARED_RUN = 20
 
 
 def _aho_corasick() -> Any:
@@ -32,13 +34,27 @@ ACRS = _aho_corasick()
 
 
 def selectors(anchors: Iterable[str]) -> list[str]:
-    """The anchors that contain no other anchor (they select every anchor's lines)."""
+    """Strings whose matches select every line that holds one of ``anchors``."""
     ordered = sorted(set(anchors), key=len)
     kept: list[str] = []
-    for anchor in ordered:
+    for anchor in ordered:  # an anchor that contains a kept one needs no search of its own
         if not any(inner in anchor for inner in kept):
             kept.append(anchor)
-    return sorted(kept)
+    return sorted(_share_runs(kept))
+
+
+def _share_runs(anchors: list[str]) -> set[str]:
+    """Replace anchors that share a SHARED_RUN-long run by that run (largest groups first)."""
+    holders: dict[str, set[str]] = {}
+    for anchor in anchors:
+        for i in range(len(anchor) - SHARED_RUN + 1):
+            holders.setdefault(anchor[i : i + SHARED_RUN], set()).add(anchor)
+    left, chosen = set(anchors), set()
+    for run, owners in sorted(holders.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        if len(owners & left) >= 2:
+            left -= owners
+            chosen.add(run)
+    return left | chosen
 
 
 class LineSelector:
@@ -48,7 +64,9 @@ class LineSelector:
         self.selectors = sorted({s.encode() for s in selectors})
         self._groups: list[Any] = []
         if ACRS is not None:
-            kind = ACRS.MatchKind.LeftmostFirst  # one match per occurrence is all we need (and Teddy)
+            kind = (
+                ACRS.MatchKind.LeftmostFirst
+            )  # one match per occurrence is all we need (and Teddy)
             self._groups = [
                 ACRS.BytesAhoCorasick(self.selectors[i : i + TEDDY_LIMIT], matchkind=kind)
                 for i in range(0, len(self.selectors), TEDDY_LIMIT)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from hangar.diagnose import buffers, reader
 from hangar.diagnose.knowledge import KnowledgeBase, Pattern
@@ -85,7 +86,7 @@ class Scanner:
         live = [p for p in self.kb.patterns if self._wanted(p)]
         anchors = sorted({p.anchor for p in live})
         self._needles = _Needles([a.encode() for a in anchors])
-        self._selector = LineSelector(selectors(anchors))
+        self._selector = _selector(tuple(anchors))
         index = {a: i for i, a in enumerate(anchors)}
         self._by_anchor: dict[int, list[Pattern]] = {}
         for pattern in live:
@@ -301,6 +302,12 @@ def _stalls_not_followed_by_errors(fired: list[_Fired]) -> list[_Fired]:
     last_error = max((f.last for f in fired if f.sig.fallback), default=(-1, -1))
     stalls = [f for f in fired if f.sig.stall and f.last > last_error]
     return stalls or [f for f in fired if not f.sig.stall]
+
+
+@lru_cache(maxsize=32)
+def _selector(anchors: tuple[str, ...]) -> LineSelector:
+    """Built once per live set: every scan of a corpus retires anchors in the same few steps."""
+    return LineSelector(selectors(anchors))
 
 
 def _with_quiet_time(f: _Fired, quiet_for: tuple[float | None, ...]) -> _Fired:
