@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -247,15 +248,23 @@ def _port_holder(conn: Any, port: int) -> store.RunRecord | None:
     return None
 
 
-def launcher_alive(run: store.RunRecord) -> bool:
-    """The process that launched the run is still alive (the very same process)."""
-    return is_same_process(run.launcher)
+def launcher_alive(run: store.RunRecord) -> bool | None:
+    """Whether the process that launched the run, and still owns it, is alive (the very
+    same process: PID and start time); None when that cannot be told here: the server was
+    handed over, the record predates launcher records, or it was launched on another host
+    (a state dir on a shared home)."""
+    launcher = run.launcher
+    if run.detached or not launcher or launcher.get("host", socket.gethostname()) != (
+        socket.gethostname()
+    ):
+        return None
+    return is_same_process(launcher)
 
 
 def holds_server(run: store.RunRecord) -> bool:
     """A live run that still has (or is about to have) a server: its launcher is still
     at work, or its target says it runs."""
-    if not run.detached and launcher_alive(run):
+    if launcher_alive(run):
         return True
     handle = handle_of(run)
     if not handle:
@@ -324,7 +333,9 @@ def _row(
         argv_json=json.dumps(list(rendered.argv)),
         status="queued" if d.target.kind == "slurm" else "starting",
         started_at=time.time(),
-        launcher_json=json.dumps({**identity(os.getpid()), "detached": False}),
+        launcher_json=json.dumps(
+            {**identity(os.getpid()), "host": socket.gethostname(), "detached": False}
+        ),
     )
 
 

@@ -58,7 +58,7 @@ def _state(run: store.RunRecord) -> RunState:
     pids = process.run_processes(run.id, handle.get("pgid")) if run.target == "local" else []
     alive = obs.phase in ("queued", "running")
     state = RunState(run=run, alive=alive, pids=tuple(pids), detail=obs.reason)
-    if alive and not run.detached and run.launcher and not launcher_alive(run):
+    if alive and launcher_alive(run) is False:
         return state.model_copy(
             update={
                 "state": "orphaned",
@@ -93,11 +93,11 @@ def refresh(conn: sqlite3.Connection) -> list[RunState]:
 
 def _launch_at_work(run: store.RunRecord) -> bool:
     """Its launcher is alive and still owns the run (it records the outcome itself)."""
-    return not run.detached and bool(run.launcher) and launcher_alive(run)
+    return launcher_alive(run) is True
 
 
 def _ended(conn: sqlite3.Connection, run: store.RunRecord, state: RunState) -> RunState:
-    if not run.detached and run.launcher:
+    if launcher_alive(run) is False:
         pid = run.launcher.get("pid")
         store.finish_run(
             conn,
