@@ -177,7 +177,7 @@ def test_pyxis_srun_flags(rendered: dict[str, Rendered]) -> None:
     words = shlex.split(line[len("SRUN+=(") : -1])
     assert words[0] == "--container-image=/shared/images/vllm.sqsh"
     assert words[1] == (
-        f"--container-mounts={RUN_DIR}:{RUN_DIR}:ro,${{TMP_ROOT}}:${{TMP_ROOT}},"
+        f"--container-mounts={RUN_DIR}:{RUN_DIR}:ro,/local:/local,"
         "/shared/models/tiny:/shared/models/tiny:ro,/scratch:/scratch"
     )
     assert words[2:4] == [f"--container-workdir={RUN_DIR}", "--container-mount-home"]
@@ -210,4 +210,30 @@ def test_bad_container_settings_refused(container: dict[str, Any], needle: str) 
 def test_containall_refused_in_ray_mode() -> None:
     d = deployment({"image": SIF, "containall": True}, {"multinode": "ray"}, resources={"nodes": 2})
     with pytest.raises(HangarError, match="PID namespace"):
+        sr.render_slurm(d, context())
+
+
+def test_hostile_image_and_binds_stay_one_word(tmp_path: Path) -> None:
+    hostile = f'/imgs/it\'s $(touch {tmp_path}/m) `id` "q".sif'
+    bind = f"/data/$(touch {tmp_path}/m) 'x'"
+    for runtime in ("apptainer", "pyxis"):
+        d = deployment({"runtime": runtime, "image": hostile, "binds": [bind]})
+        r = sr.render_slurm(d, context())
+        text = r.files[sr.JOB_FILE].text + r.files[sr.NODE_FILE].text
+        if runtime == "apptainer":
+            words = _serve_line(r)
+            assert hostile in words and f"{bind}:{bind}" in words
+        else:
+            line = next(ln for ln in text.splitlines() if ln.startswith("SRUN+=("))
+            words = shlex.split(line[len("SRUN+=(") : -1])
+            assert f"--container-image={hostile}" in words and f",{bind}:{bind}" in words[1]
+        for name in (sr.JOB_FILE, sr.NODE_FILE):
+            (tmp_path / name).write_text(r.files[name].text)
+            subprocess.run(["bash", "-n", str(tmp_path / name)], check=True)
+    assert not (tmp_path / "m").exists()
+
+
+def test_pyxis_tmp_root_must_fit_the_mount_syntax() -> None:
+    d = deployment({"runtime": "pyxis", "image": "x"}, {"tmp_root": "/local,odd"})
+    with pytest.raises(HangarError, match="':' or ','"):
         sr.render_slurm(d, context())

@@ -552,6 +552,11 @@ def _wrap(
     return [*cargv.apptainer_prefix(spec), *argv]
 
 
+def _tmp_root(d: Deployment) -> str:
+    """target.slurm.tmp_root as written (checked for bind syntax), else the job's own."""
+    return _slurm(d).tmp_root or runtime("TMP_ROOT")
+
+
 def pyxis_args(d: Deployment, ctx: RenderContext) -> list[str]:
     """The srun options that put each node step in the image (identity binds: node.sh,
     the job temp root, the model, the hub cache and the user's binds keep their paths)."""
@@ -561,7 +566,7 @@ def pyxis_args(d: Deployment, ctx: RenderContext) -> list[str]:
     local = _is_local_model(d.model.id)
     mounts = (
         cargv.Mount(src=str(ctx.run_dir), dst=str(ctx.run_dir), ro=True),
-        cargv.Mount(src=runtime("TMP_ROOT"), dst=runtime("TMP_ROOT")),
+        cargv.Mount(src=_tmp_root(d), dst=_tmp_root(d)),
         *([cargv.Mount(src=d.model.id, dst=d.model.id, ro=True)] if local else []),
         *(
             []
