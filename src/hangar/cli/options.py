@@ -141,7 +141,9 @@ def _decls(p: Param) -> list[str]:
 
 def param_option(p: Param, command: Command) -> Callable[[F], F]:
     """The click option of ``p`` on ``command``: no default, so "not given" is None."""
-    return click.option(*_decls(p), type=_click_type(p, command), default=None, help=p.help)
+    return click.option(
+        *_decls(p), type=_click_type(p, command), default=None, help=p.help_for(command)
+    )
 
 
 def param_options(command: Command, only: tuple[str, ...] | None = None) -> Callable[[F], F]:

@@ -56,6 +56,10 @@ class Param:
     vllm_default: object = None  # the value vLLM assumes: not written on its command line
     implies: str | None = None  # a vllm serve switch a set value turns on
     choices: tuple[str, ...] = ()
+    help_on: tuple[tuple[Command, str], ...] = ()  # a command's own wording of ``help``
+
+    def help_for(self, command: Command) -> str:
+        return dict(self.help_on).get(command, self.help)
 
     def takes(self, command: Command) -> bool:
         return command in self.commands
@@ -93,8 +97,9 @@ PARAMS: tuple[Param, ...] = (
           "Hub revision of the model (branch, tag or commit).", "text", frozenset({"deploy"}),
           serve="--revision"),
     Param("tp", "parallel.tensor", ("--tp", "--tensor-parallel-size"),
-          "Tensor parallel size (init: default the plan's pick).", "count", _ALL,
-          request="tp", serve="--tensor-parallel-size", vllm_default=1),
+          "Tensor parallel size.", "count", _ALL,
+          request="tp", serve="--tensor-parallel-size", vllm_default=1,
+          help_on=(("init", "Tensor parallel size (default: the plan's pick)."),)),
     Param("pp", "parallel.pipeline", ("--pp", "--pipeline-parallel-size"),
           "Pipeline parallel size.", "count", _ALL,
           request="pp", serve="--pipeline-parallel-size", vllm_default=1),
@@ -103,8 +108,9 @@ PARAMS: tuple[Param, ...] = (
     Param("ep", "parallel.expert", ("--ep", "--enable-expert-parallel"), "Expert parallel.",
           "switch", _RULES, request="ep", serve="--enable-expert-parallel"),
     Param("max_model_len", "serve.max_model_len", ("--max-model-len",),
-          "Context length (32768, 32k, 128K; plan: -1 = auto-fit).", "length", _ALL,
-          request="max_model_len", serve="--max-model-len"),
+          "Context length (32768, 32k, 128K).", "length", _ALL,
+          request="max_model_len", serve="--max-model-len",
+          help_on=(("plan", "Context length (32768, 32k, 128K; -1 = auto-fit)."),)),
     Param("gpu_memory_utilization", "serve.gpu_memory_utilization",
           ("--gpu-memory-utilization",),
           "Fraction of GPU memory for vLLM (default 0.92 from 0.20).", "fraction", _ALL,
@@ -125,11 +131,12 @@ PARAMS: tuple[Param, ...] = (
           "Quantization method, as for vllm serve.", "text", _RULES,
           request="quantization", serve="--quantization"),
     Param("tool_call_parser", "serve.tool_call_parser", ("--tool-call-parser",),
-          "Tool-call parser (init: default the catalog's parser for the model).", "text",
-          _DEPLOY, serve="--tool-call-parser", implies="--enable-auto-tool-choice"),
+          "Tool-call parser (enables --enable-auto-tool-choice).", "text", _DEPLOY,
+          serve="--tool-call-parser", implies="--enable-auto-tool-choice",
+          help_on=(("init", "Default: the catalog's parser for the model."),)),
     Param("reasoning_parser", "serve.reasoning_parser", ("--reasoning-parser",),
-          "Reasoning parser (init: default the catalog's parser for the model).", "text",
-          _DEPLOY, serve="--reasoning-parser"),
+          "Reasoning parser, as for vllm serve.", "text", _DEPLOY, serve="--reasoning-parser",
+          help_on=(("init", "Default: the catalog's parser for the model."),)),
     Param("enforce_eager", "serve.enforce_eager", ("--enforce-eager",),
           "No CUDA graphs (no graph memory reserved).", "switch", _RULES,
           request="enforce_eager", serve="--enforce-eager"),
