@@ -49,12 +49,12 @@ def vllm_ray_python() -> Path:
     target = venv_dir()
     if target in _failures:
         raise _failures[target]
-    if _stamp_matches(target):
-        return target / "bin" / "python"
     try:
-        with vllm_env._locked(target.with_name(target.name + ".lock")):
-            if not _stamp_matches(target):
-                _build_into_place(target)
+        if not _stamp_matches(target):
+            with vllm_env._locked(target.with_name(target.name + ".lock")):
+                if not _stamp_matches(target):
+                    _build_into_place(target)
+        vllm_env.ensure_bytecode(target)  # uv wrote no .pyc here either
     except VllmEnvError as exc:
         _failures[target] = exc
         raise
