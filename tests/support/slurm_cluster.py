@@ -128,6 +128,7 @@ class JobProcess:
     pid: int
     node: str
     cmdline: str
+    argv: tuple[str, ...] = ()  # the words of /proc/<pid>/cmdline, unjoined
 
 
 @dataclass
@@ -835,7 +836,7 @@ class SlurmCluster:
                 continue
             value = _environ(pid).get("SLURM_JOB_ID")
             if value is not None and (job_id is None or value == str(job_id)):
-                found.append(JobProcess(pid, node, _cmdline(pid)))
+                found.append(JobProcess(pid, node, _cmdline(pid), _argv(pid)))
         return found
 
     def logs(self, tail: int = 40) -> str:
@@ -1054,16 +1055,17 @@ def _environ(pid: int) -> dict[str, str]:
 
 
 def _cmdline(pid: int) -> str:
+    return " ".join(_argv(pid))
+
+
+def _argv(pid: int) -> tuple[str, ...]:
     try:
-        return (
-            Path(f"/proc/{pid}/cmdline")
-            .read_bytes()
-            .replace(b"\0", b" ")
-            .decode(errors="replace")
-            .strip()
-        )
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return ""
+        return ()
+    if not raw:
+        return ()  # a zombie, or a kernel thread
+    return tuple(word.decode(errors="replace") for word in raw.rstrip(b"\0").split(b"\0"))
 
 
 def _claim_scratch() -> tuple[str, Path]:
