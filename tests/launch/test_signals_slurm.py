@@ -69,3 +69,40 @@ def queued_job(launch: subprocess.Popen[str]) -> int:
             return int(runs[0].handle["job_id"])
         time.sleep(0.3)
     raise AssertionError("the job never reached the queue wait")
+
+
+def test_detach_returns_while_queued_and_stop_cancels_the_job(
+    slurm_cluster: SlurmCluster,  # noqa: F811
+    tmp_path: Path,
+    model_dir: Path,
+) -> None:
+    engine = make_fake_engine(tmp_path / "engine")
+    path = fake_deployment(
+        slurm_cluster,
+        tmp_path,
+        engine,
+        model_dir,
+        partition=slurm_cluster.limited_partition,
+        multinode="mp",
+        queue_timeout_s=600,
+    )
+    rewrite(path, resources={"nodes": 2})
+    env = {**os.environ, **slurm_cluster.env}
+    cmd = [sys.executable, "-m", "hangar"]
+    launched = subprocess.run(
+        [*cmd, "launch", str(path), "--force", "--detach"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert launched.returncode == 0, launched.stderr
+    run = store.list_runs(open_store())[0]
+    assert run.detached and run.status == "queued" and f"hangar stop {run.id}" in launched.stdout
+    job = int(run.handle["job_id"])
+    stopped = subprocess.run(
+        [*cmd, "stop", run.id], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert stopped.returncode == 0 and f"job {job} cancelled" in stopped.stdout, stopped
+    wait_gone(slurm_cluster, job)

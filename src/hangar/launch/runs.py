@@ -113,9 +113,14 @@ def _ended(conn: sqlite3.Connection, run: store.RunRecord, state: RunState) -> R
 
 
 def _promote(conn: sqlite3.Connection, run: store.RunRecord, state: RunState) -> RunState:
-    """A run detached while starting becomes ready once its endpoint answers."""
-    url = run.base_url or (observe(run).base_url or "")
-    if not url or not health_ok(url, None):
+    """A run detached before readiness follows its target: queued -> starting once placed,
+    ready once its endpoint answers (nobody else is watching it)."""
+    obs = observe(run)
+    if obs.phase == "running" and run.status == "queued":
+        store.update_run(conn, run.id, status="starting")
+        state = state.model_copy(update={"run": store.get_run(conn, run.id)})
+    url = run.base_url or (obs.base_url or "")
+    if obs.phase != "running" or not url or not health_ok(url, None):
         return state
     store.update_run(conn, run.id, status="ready", base_url=url)
     return state.model_copy(update={"run": store.get_run(conn, run.id)})
