@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import mmap
+import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,7 +24,8 @@ FIRST_PIECE = 2**18
 LAST_PIECE = 2**22
 # Below this, threads and NumPy cost more (start-up, import) than they save.
 BIG_INPUT = 2**25
-WORKERS = 2
+# Searches running ahead of this thread: one per core, at most 4 (pieces are 4 MiB).
+WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 Buffer = bytes | mmap.mmap
 T = TypeVar("T")
