@@ -292,3 +292,33 @@ def test_gpu_asked_on_a_host_without_the_nvidia_driver(
         assert finding.message.startswith("the deployment asks for 2 H100-SXM-80GB GPU(s)")
     with_driver = _facts(nvidia=NvidiaFacts(available=True, driver_version="570.86.10"))
     assert "host.gpu.no_driver" not in _ids(with_driver, req)
+
+
+@pytest.mark.parametrize(
+    ("host_env", "deployment_env", "hub"),
+    [
+        ({"XDG_CACHE_HOME": "{tmp}/xdg"}, {}, "xdg/huggingface/hub"),  # no HF_* variable at all
+        ({"HF_HOME": "{tmp}/wrong"}, {"HUGGINGFACE_HUB_CACHE": "{tmp}/legacy"}, "legacy"),
+    ],
+)
+def test_preflight_looks_where_huggingface_hub_looks(
+    tmp_path: Path, host_env: dict[str, str], deployment_env: dict[str, str], hub: str
+) -> None:
+    """Offline weights in the cache that huggingface_hub would use (models/hfcache.py): the
+    host's XDG_CACHE_HOME and the legacy HUGGINGFACE_HUB_CACHE count, the deployment's [env]
+    over the host's."""
+    snap = tmp_path / hub / "models--org--m" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+    fill = {k: v.replace("{tmp}", str(tmp_path)) for k, v in host_env.items()}
+    d = Deployment.model_validate(
+        {
+            "model": {"id": "org/m"},
+            "engine": str(_fake_venv(tmp_path, None)),
+            "env": {k: v.replace("{tmp}", str(tmp_path)) for k, v in deployment_env.items()},
+            "target": {"local": {"port": 1}},
+        }
+    )
+    env = {"PATH": os.environ["PATH"], "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **fill}
+    ids = {f.id for f in preflight(d, env=env, with_plan=False).findings}
+    assert not ids & {"host.weights.offline_missing", "host.weights.download"}, ids

@@ -21,7 +21,6 @@ from pydantic import BaseModel, ConfigDict
 
 from hangar.errors import NoGpuDetected
 from hangar.hardware.detect import DetectedGpu, detect_local_gpus
-from hangar.models.hfcache import HUB_CACHE_ENV
 from hangar.preflight.engine import EngineFacts
 
 UNLIMITED: int | None = None
@@ -87,7 +86,8 @@ _LIMITS = (
 RELEVANT_ENV = (
     "HF_HUB_OFFLINE",
     "TRANSFORMERS_OFFLINE",
-    *HUB_CACHE_ENV,  # where the engine's huggingface_hub looks for the weights
+    "HF_HOME",
+    "HF_HUB_CACHE",
     "NCCL_SOCKET_IFNAME",
     "GLOO_SOCKET_IFNAME",
     "CUDA_HOME",
