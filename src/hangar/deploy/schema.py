@@ -234,7 +234,8 @@ class SlurmTarget(_Section):
     python: str | None = Field(
         None,
         description="the engine's interpreter as the compute nodes see it (shared filesystem); "
-        "default: the engine's interpreter here",
+        "default: the engine's interpreter here; with [target.container], the host "
+        "interpreter of Hangar's job helper (default python3)",
     )
     tmp_root: str | None = Field(
         None, description="node-local dir for the job's temp dir (default $SLURM_TMPDIR or /tmp)"

@@ -74,6 +74,15 @@ Decisions (and the trap each one avoids, shared/research/multinode.md):
 - mp: one ``srun --kill-on-bad-exit=1 --wait=W`` step over all nodes: any rank failing
   ends all of them, and once rank 0 exits the others are killed after W seconds (headless
   ranks do not exit by themselves, §3.3; feasibility.md §1.7). Rank 0 is the head.
+- Containers (``[target.container]``, docs/containers.md): apptainer wraps every command
+  node.sh starts in ``apptainer exec --nv --cleanenv`` (the one-host target's builder,
+  ``container_argv.apptainer_prefix``) with the job temp dir bound at /tmp, the run dir
+  read-only, the hub cache or the model, and what ``--env`` cannot carry (secrets, values
+  with ',', the step's CUDA_VISIBLE_DEVICES) in a 0600 file node.sh writes into the job
+  temp dir; pyxis puts each srun step in the image (``--container-image`` and friends,
+  names from ``templates/pyxis.yaml``) with identity binds, so node.sh is unchanged. The
+  helper then runs with ``target.slurm.python`` or ``python3`` on the host (inside
+  pyxis's container: the image's).
 - Environment precedence, lowest first: the submitting shell (sbatch ``--export=ALL``;
   this is also how secrets reach the job: they are listed in ``Rendered.secret_env`` and
   never written), Hangar's per-node dirs and settings, workarounds, the deployment's
