@@ -6,10 +6,12 @@ past that it walks a DFA byte by byte, which with the ~250 anchors of the knowle
 ran at about half the speed of ``grep -E -f`` here, and Teddy over 64 needles about five
 times faster than that DFA. So the anchors are split into groups of 64, each searched with
 Teddy. An anchor that contains another live anchor needs no search of its own (the inner
-one selects its lines), and anchors that share a run of SHARED_RUN characters are selected
-by that run. Shorter shared runs were measured and rejected: they are the words of healthy
-log lines (" not support", "NCCL INFO", " KV cache "), and selecting those costs more than
-the fewer groups save.
+one selects its lines), and anchors that share a run of 20 characters are selected by that
+run; when that leaves a last group nearly empty, runs of 18 or 16 characters are shared
+too if that saves a whole group (the longest runs that reach the fewest groups win). Shorter
+shared runs were measured and rejected: they are the words of healthy log lines
+(" not support", "NCCL INFO", " KV cache "), and selecting those costs more than the fewer
+groups save.
 A selector only *selects* a line: the exact anchors and the full regexes run on it after.
 """
 
@@ -20,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 TEDDY_LIMIT = 64
-SHARED_RUN = 20
+SHARED_RUNS = (20, 18, 16)
 
 
 def _aho_corasick() -> Any:
@@ -40,15 +42,16 @@ def selectors(anchors: Iterable[str]) -> list[str]:
     for anchor in ordered:  # an anchor that contains a kept one needs no search of its own
         if not any(inner in anchor for inner in kept):
             kept.append(anchor)
-    return sorted(_share_runs(kept))
+    options = [sorted(_share_runs(kept, run)) for run in SHARED_RUNS]
+    return min(options, key=lambda found: -(-len(found) // TEDDY_LIMIT))  # first of the fewest
 
 
-def _share_runs(anchors: list[str]) -> set[str]:
-    """Replace anchors that share a SHARED_RUN-long run by that run (largest groups first)."""
+def _share_runs(anchors: list[str], length: int) -> set[str]:
+    """Replace anchors that share a run of ``length`` characters by it (largest groups first)."""
     holders: dict[str, set[str]] = {}
     for anchor in anchors:
-        for i in range(len(anchor) - SHARED_RUN + 1):
-            holders.setdefault(anchor[i : i + SHARED_RUN], set()).add(anchor)
+        for i in range(len(anchor) - length + 1):
+            holders.setdefault(anchor[i : i + length], set()).add(anchor)
     left, chosen = set(anchors), set()
     for run, owners in sorted(holders.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         if len(owners & left) >= 2:
