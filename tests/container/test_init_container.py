@@ -63,3 +63,27 @@ def test_what_is_not_implemented_is_refused(
     done = init(tmp_path, *args)
     assert done.returncode == 2 and needle in done.stderr, done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "hangar.toml").exists()
+
+
+def test_the_wizard_asks_runtime_then_image(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hangar.cli import init as cli_init
+
+    asked: list[tuple[str, list[str] | None]] = []
+
+    def select(message: str, choices: list[str], default: str | None) -> str:
+        asked.append((message, choices))
+        return "pyxis"
+
+    def text(message: str, default: str | None = None) -> str:
+        asked.append((message, None))
+        return "nvcr.io#nvidia/vllm:25.09-py3"
+
+    monkeypatch.setattr(cli_init, "_ask_select", select)
+    monkeypatch.setattr(cli_init, "_ask_text", text)
+    got = cli_init._ask_container({"target": "slurm", "runtime": None, "image": None})
+    assert asked[0] == ("Container on the nodes:", ["none", "apptainer", "pyxis"])
+    assert asked[1][0].startswith("Image (enroot URI")
+    assert (got["runtime"], got["image"]) == ("pyxis", "nvcr.io#nvidia/vllm:25.09-py3")
+    asked.clear()
+    given = cli_init._ask_container({"target": "container", "runtime": "docker", "image": "x"})
+    assert asked == [] and given["runtime"] == "docker"  # a flag given is never asked
