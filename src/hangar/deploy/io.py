@@ -167,7 +167,7 @@ def _item(value: Any, *, spaced: bool = True) -> Any:
             table.add(tomlkit.nl())  # a blank line before whatever follows the new table
         return table
     if _is_table_list(value):
-        return tomlkit.aot() if not value else _aot(value)
+        return _aot(value)
     return tomlkit.item(value)
 
 
