@@ -12,7 +12,8 @@ api_server.py): ``GET /v1/models``, ``GET /version``, ``GET /health``,
 ``POST /tokenize`` (``{"count", "max_model_len", "tokens"}``),
 ``POST /detokenize`` (``{"prompt"}``) and ``POST /v1/completions`` (stream or not;
 ``stream_options.include_usage`` adds vLLM's usage chunk; ``ignore_eos`` is implied:
-every request generates exactly ``max_tokens`` tokens). One token is one
+every request generates exactly ``max_tokens`` tokens; the usage chunk and ``[DONE]``
+follow ``tail_s`` after the last token). One token is one
 whitespace-separated word; ids are given in order of first sight.
 
 Standard library only. ``TimedServer(...).start()`` serves from a thread on
@@ -24,6 +25,7 @@ in the foreground and prints its URL.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import time
@@ -38,13 +40,20 @@ VERSION = "0.32.0+timed"
 
 @dataclass(frozen=True)
 class Timing:
-    """The server's schedule, in seconds."""
+    """The server's schedule, in seconds. ``tail_s``: from the last token to the usage
+    chunk and the end of the stream (vLLM sends them at once; a delay here tells "E2E =
+    last token" from "E2E = end of stream", which a client must not mix up)."""
 
     ttft_s: float
     itl_s: float
+    tail_s: float = 0.0
 
     def e2e_s(self, output_tokens: int) -> float:
         return self.ttft_s + (output_tokens - 1) * self.itl_s
+
+    def stream_s(self, output_tokens: int) -> float:
+        """From arrival to the end of the stream: what a request occupies a slot for."""
+        return self.e2e_s(output_tokens) + self.tail_s
 
 
 @dataclass
@@ -146,6 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
             finish = "length" if i == n - 1 else None
             choice = {"index": 0, "text": f" t{i}", "finish_reason": finish, "logprobs": None}
             self._event(_completion_body([choice], None))
+        self._wait_until(arrived + timing.stream_s(n))
         if usage is not None:
             self._event(_completion_body([], usage))
         self._chunk(b"data: [DONE]\n\n")
@@ -188,15 +198,39 @@ class _Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.timing = timing
         self.vocab = _Vocab()
+        self.nice: int | None = None
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        _renice(self.nice)  # each connection's thread sends that request's tokens
+        super().process_request_thread(request, client_address)
+
+
+def _renice(nice: int | None) -> None:
+    if nice is None:
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except OSError:  # not root: a negative nice is refused, timing is only noisier
+        pass
 
 
 class TimedServer:
-    """The server on 127.0.0.1 in a daemon thread; ``stop()`` closes its socket."""
+    """The server on 127.0.0.1 in a daemon thread; ``stop()`` closes its socket.
 
-    def __init__(self, timing: Timing) -> None:
+    ``nice``: the serving threads' nice value (Linux nice is per thread; a negative one
+    needs root and is skipped without it). On a loaded box it keeps each token's wake-up
+    close to its deadline.
+    """
+
+    def __init__(self, timing: Timing, nice: int | None = None) -> None:
         self.timing = timing
         self._httpd = _Server(timing)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._httpd.nice = nice
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        _renice(self._httpd.nice)
+        self._httpd.serve_forever()
 
     @property
     def url(self) -> str:
