@@ -32,7 +32,7 @@ def stop(run: str | None, grace: float | None, purge: bool) -> None:
         click.echo(f"run {record.id} stopped ({stopped.detail})")
     except RunNotLive as exc:
         record = get_run(connect(), exc.run_id)
-        click.echo(f"run {record.id} is already stopped (status {record.status}); nothing to do")
+        click.echo(f"run {record.id} is already stopped (status {exc.status}); nothing to do")
     if purge and record.target == "container" and record.handle:
         from hangar.launch.targets.container import remove_image
 

@@ -44,3 +44,4 @@ class RunNotLive(HangarError):
     def __init__(self, run_id: str, status: str) -> None:
         super().__init__(f"run {run_id} is not running (status {status})", hint="hangar status")
         self.run_id = run_id
+        self.status = status

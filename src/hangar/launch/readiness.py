@@ -41,8 +41,8 @@ def _request(
         return 0, None
 
 
-def health_ok(base_url: str, api_key: str | None) -> bool:
-    return _request(f"{base_url}/health", api_key, timeout=5.0)[0] == 200
+def health_ok(base_url: str, api_key: str | None, timeout: float = 5.0) -> bool:
+    return _request(f"{base_url}/health", api_key, timeout=timeout)[0] == 200
 
 
 def models_list(base_url: str, api_key: str | None) -> list[str]:

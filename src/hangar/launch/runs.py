@@ -23,6 +23,10 @@ from hangar.paths import runs_root
 from hangar.store import runs as store
 from hangar.store.db import connect
 
+# `hangar status` asks every ready run's /health: a hung server must not hold the listing
+# for readiness's 5 s each (a healthy vLLM answers /health in milliseconds).
+STATUS_PROBE_S = 1.0
+
 
 class RunState(BaseModel):
     """A run as it is now, probed rather than read from its record.
@@ -66,7 +70,7 @@ def _state(run: store.RunRecord) -> RunState:
                 "detail": f"its launcher (pid {run.launcher.get('pid')}) died while starting",
             }
         )
-    if alive and run.status == "ready" and run.base_url and not health_ok(run.base_url, None):
+    if alive and run.status == "ready" and run.base_url and not health_ok(run.base_url, None, timeout=STATUS_PROBE_S):
         return state.model_copy(
             update={
                 "state": "unresponsive",

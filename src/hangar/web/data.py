@@ -46,7 +46,9 @@ def _where(run: store.RunRecord) -> str:
     return f"pid {h.get('pid', '?')} (group {h.get('pgid', '?')})" if h else "-"
 
 
-def run_summary(run: store.RunRecord) -> dict[str, Any]:
+def run_summary(run: store.RunRecord, probed: str = "", fix: str = "") -> dict[str, Any]:
+    """``status`` is the record's; ``state`` what `hangar status` probed (orphaned,
+    unresponsive) or the status again, with its ``fix``."""
     from hangar.web import redact
 
     d = run.deployment
@@ -56,6 +58,8 @@ def run_summary(run: store.RunRecord) -> dict[str, Any]:
         "target": run.target,
         "where": _where(run),
         "status": run.status,
+        "state": probed or run.status,
+        "fix": fix,
         "live": run.live,
         "engine": run.engine,
         "vllm_version": run.vllm_version,
@@ -74,8 +78,9 @@ def runs(limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
     from hangar.launch import runs as launch_runs
 
     with _runs_db() as conn:
-        records = [s.run for s in launch_runs.refresh(conn)]
-    return [run_summary(r) for r in records[:limit]], len(records)
+        states = launch_runs.refresh(conn)
+    rows = [run_summary(s.run, s.state, s.fix) for s in states[:limit]]
+    return rows, len(states)
 
 
 def stage_timings(run: store.RunRecord, events: list[store.EventRow]) -> list[dict[str, Any]]:
