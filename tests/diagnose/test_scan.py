@@ -155,3 +155,44 @@ def test_mapped_threaded_scan_equals_streamed(
         for f in streamed.causes
     ]
     assert mapped.lines_scanned == streamed.lines_scanned == 602
+
+
+def test_a_healthy_serving_log_selects_almost_no_lines(tmp_path: Path) -> None:
+    # Speed guard (issue 11: >= 0.9x grep's throughput): the lines a long healthy log repeats
+    # (requests, throughput, NCCL channel setup) retire the anchors they match early; an
+    # anchor that keeps selecting them without matching (e.g. a `requires_any` on the bare
+    # 'NCCL INFO ') would run Python on every such line.
+    from hangar.diagnose import buffers, reader
+    from hangar.diagnose.knowledge import load
+    from hangar.diagnose.scan import Scanner
+
+    class Counting(Scanner):
+        selected = 0
+
+        def _match_line(self, name: str, order: int, line_no: int, raw: bytes) -> None:
+            self.selected += 1
+            super()._match_line(name, order, line_no, raw)
+
+    lines = [
+        'INFO:     127.0.0.1:4{i} - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        (
+            "(APIServer pid=7) INFO 05-10 15:52:0{d} [loggers.py:123] Engine 000: Avg prompt "
+            "throughput: 1{i}.5 tokens/s, Avg generation throughput: 456.7 tokens/s, Running: 1 reqs"
+        ),
+        "node-{d}:{i}:{i} [{d}] NCCL INFO Channel 00/0 : {d}[{d}] -> 1[1] via P2P/CUMEM",
+        (
+            "(Worker_TP{d} pid={i}) INFO 05-10 15:51:0{d} [gpu_model_runner.py:1164] Starting to "
+            "load model /models/Qwen3-32B..."
+        ),
+        (
+            "(EngineCore_DP0 pid={i}) INFO 05-10 15:52:0{d} [kv_cache_utils.py:634] GPU KV cache "
+            "size: {i},880 tokens"
+        ),
+    ]
+    text = "".join(lines[i % 5].format(i=i, d=i % 8) + "\n" for i in range(60_000))
+    path = tmp_path / "serving.log"
+    path.write_text(text)
+    scanner = Counting(load())
+    scanner.feed_buffer(reader.Source(str(path), path), text.encode())
+    assert scanner.diagnosis().causes == ()
+    assert scanner.selected < buffers.FIRST_PIECE // 20, scanner.selected
