@@ -104,10 +104,24 @@ def _slurm_findings(
     d: Deployment, engine: EngineFacts | None, env: dict[str, str]
 ) -> list[Finding]:
     from hangar.preflight.slurm import probe_slurm, slurm_findings
+    from hangar.preflight.slurm_container import slurm_container_findings
 
     # Inside an allocation (SLURM_JOB_ID) a local launch is checked against it too.
-    found: list[Finding] = slurm_findings(d, probe_slurm(d, env), engine, run_dir=runs_root())
-    return found
+    facts = probe_slurm(d, env)
+    found: list[Finding] = slurm_findings(d, facts, engine, run_dir=runs_root())
+    return found + slurm_container_findings(d, facts, env)
+
+
+def _engine_for(d: Deployment, env: dict[str, str]) -> tuple[EngineFacts | None, list[Finding]]:
+    """The engine as the server will have it: the image's for containers (on one host or on
+    the Slurm nodes), the engine's interpreter here otherwise."""
+    if isinstance(d.target, ContainerTargetSection):
+        return _container_findings(d, env)
+    if isinstance(d.target, SlurmTargetSection) and d.target.container is not None:
+        from hangar.preflight.slurm_container import slurm_container_engine
+
+        return slurm_container_engine(d), []
+    return _engine_facts(d)
 
 
 def _container_findings(
@@ -219,8 +233,7 @@ def preflight(
     started = time.perf_counter()
     environ = dict(os.environ if env is None else env)
     gpu = lookup_gpu(d.resources.gpu)
-    container = isinstance(d.target, ContainerTargetSection)
-    engine, findings = _container_findings(d, environ) if container else _engine_facts(d)
+    engine, findings = _engine_for(d, environ)
     host = probe_host(d, engine, environ)
     weights = probe_weights(d.model.id, {**environ, **d.env}, d.model.revision)
     bind_host, bind_port = bind_address(d)

@@ -83,7 +83,6 @@ from hangar.preflight.slurm.probe import probe_slurm
 
 __all__ = [
     "ALLOCATION_ENV",
-    "checks_data",
     "Gres",
     "Mount",
     "ProbeError",
@@ -91,6 +90,7 @@ __all__ = [
     "SlurmFacts",
     "SlurmNode",
     "SlurmPartition",
+    "checks_data",
     "parse_allocation",
     "parse_config_value",
     "parse_gres",
@@ -142,5 +142,7 @@ def slurm_findings(
     found += check_object_store(s, facts)
     found += check_env_vars_used(d, s, facts) + check_ray_env(d, s, ray_version)
     found += check_host_ip(d) + check_vllm_mode(d, s, engine)
-    found += check_python(s, engine, facts) + check_shared_paths(d, facts, run_dir)
+    # With a container the interpreter is the image's, not a path on the nodes' filesystem.
+    found += check_python(s, engine, facts) if d.target.container is None else []
+    found += check_shared_paths(d, facts, run_dir)
     return found
