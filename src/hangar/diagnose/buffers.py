@@ -75,9 +75,9 @@ class Locator:
         np: Any = self._np
         first, last = piece
         assert self._array is not None
+        if not positions:  # most pieces: a count is 2.5x cheaper than the positions
+            return Found([], [], int(np.count_nonzero(self._array[first:last] == 10)))
         newlines = np.flatnonzero(self._array[first:last] == 10)
-        if not positions:
-            return Found([], [], int(newlines.size))
         at = np.unique(np.asarray(positions, dtype=np.int64))
         index = np.searchsorted(newlines, at)
         previous = newlines[np.maximum(index - 1, 0)] + 1 if newlines.size else 0
