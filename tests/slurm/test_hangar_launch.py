@@ -21,13 +21,16 @@ from typing import Any
 import pytest
 import tomllib
 from launch.conftest import make_fake_engine
+from support.plan_argv import ENTRY, plan_differences
 from support.slurm_cluster import NODE_LOCAL_TMP, SlurmCluster
 from support.tiny_model import build_tiny_model
 from support.vllm_env import vllm_cpu_python
 
 from hangar.deploy.io import deployment_from_data, write_deployment
+from hangar.planning.api import make_plan
 
 pytestmark = pytest.mark.slow
+ENTRY_WORDS = " ".join(ENTRY)  # `python -m vllm.entrypoints.cli.main serve` in a cmdline
 # Ports for the servers: above the cluster's own (20000-29999), below Linux's ephemeral
 # range (32768+), outside Ray's worker range (10002-19999).
 
@@ -192,6 +195,7 @@ def test_two_nodes_mp_mode_serve_tp2_across_the_nodes(
         "eth0",
     )
     real_vllm_serving(path, 31102, master_port=31103)
+    rewrite(path, serve={"max_model_len": 512})  # as the plan is asked (the plan prints it)
     launched = hangar(slurm_cluster, "launch", str(path))
     assert launched.returncode == 0, launched.stdout + launched.stderr
     run_id = run_id_of(launched.stdout)
@@ -202,12 +206,36 @@ def test_two_nodes_mp_mode_serve_tp2_across_the_nodes(
         assert len(logs) == 2, logs.keys()
         # rank 1 only: vLLM logs "Launching vLLM (...) headless multiproc executor"
         assert sum("headless multiproc executor" in text for text in logs.values()) == 1
+        assert_ranks_ran_the_plan(slurm_cluster, job, path, tiny)
         evaluated = hangar(slurm_cluster, "eval", run_id, "--suite", "smoke")
         assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
     finally:
         stopped = hangar(slurm_cluster, "stop", run_id)
     assert stopped.returncode == 0, stopped.stderr
     wait_gone(slurm_cluster, job)
+
+
+def assert_ranks_ran_the_plan(cluster: SlurmCluster, job: int, path: Path, model: Path) -> None:
+    """Each node's live `vllm serve` asks vLLM for what `hangar plan` prints for its rank
+    (so this run also proves the plan's per-node commands serve, tests/planning/
+    test_multinode_serves.py)."""
+    serve = tomllib.loads(path.read_text()).get("serve", {})
+    plan = make_plan(str(model), gpu_memory=8 * 2**30, compute_capability=(8, 0), gpus=1,
+                     nodes=2, tp=2, max_model_len=serve.get("max_model_len"),
+                     enforce_eager=bool(serve.get("enforce_eager")),
+                     head_address=cluster.nodes[0].ip)
+    mp = plan.layouts[0].multi_node
+    assert mp is not None and mp.recommended == "mp"
+    ran: dict[str, list[tuple[str, ...]]] = {n.name: [] for n in cluster.nodes}
+    for proc in cluster.job_processes(job):
+        if ENTRY_WORDS in proc.cmdline:
+            ran[proc.node].append(proc.argv)
+    for command, node in zip(mp.mp, cluster.nodes, strict=True):
+        assert ran[node.name], f"no `vllm serve` process on {node.name}: {ran}"
+        for argv in ran[node.name]:
+            # the deployment picks its master port (the plan prints vLLM's default, 29501)
+            diff = plan_differences(command.argv, argv, site={"--master-port": "31103"})
+            assert diff == [], (node.name, command.argv, argv)
 
 
 def test_two_nodes_ray_mode_forms_the_cluster_and_reaches_vllm(
