@@ -212,3 +212,28 @@ def test_extra_args_owned_flags_are_the_tables_serve_flags() -> None:
         if flag is not None
     }
     assert owned == OWNED_FLAGS
+
+
+def test_plan_reads_the_table_without_building_the_deployment_schema() -> None:
+    """`hangar plan` reads the table for every serve argv; it must not pay for the
+    deployment schema's pydantic models (commit 7ee65bd made plan skip them)."""
+    import os
+    import subprocess
+    import sys
+
+    import hangar.deploy
+
+    if "__getattr__" not in vars(hangar.deploy):
+        pytest.skip("hangar/deploy/__init__.py still imports io and schema eagerly")
+    code = (
+        "import contextlib, io, sys\n"
+        "from hangar.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['plan', 'Qwen/Qwen3-8B', '--gpu', 'H100', '--json'])\n"
+        "print(sorted(m for m in ('hangar.deploy.params', 'hangar.deploy.schema') if m in sys.modules))"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.stdout.split("\n")[-2] == "['hangar.deploy.params']", done.stdout + done.stderr
