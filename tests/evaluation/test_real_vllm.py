@@ -12,9 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import statistics
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -31,12 +30,12 @@ pytestmark = pytest.mark.slow
 # Fidelity: same prompt lengths, concurrency, count, seed and warm-up for both clients.
 FIDELITY = {"input_len": 64, "output_len": 32, "concurrency": 4, "num_requests": 32, "seed": 0}
 WARMUP = 4
-ROUNDS, MAX_ROUNDS = 3, 5
-# Medians of ROUNDS alternated runs must agree within REL of the larger value, or within
-# an absolute floor for the metrics that are tiny on this model. Why these values: see
-# test_fidelity_against_vllm_bench_serve and docs/eval.md ("Fidelity").
-REL = 0.3
-ABS_FLOOR_MS = {"ttft": 4.0, "tpot": 0.5}
+# One pass (one `vllm bench serve` run, then one Hangar run, no retries) must agree within
+# these shares of vLLM's figure. Why these values, and the self-spread measurement still
+# owed on an idle box (the loaded box gave 3x): docs/testing.md, "Fidelity tolerance".
+TOLERANCE = {"p50": 0.10, "p90": 0.15, "throughput": 0.10}
+# vllm bench's result keys for each Hangar metric.
+BENCH_KEYS = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2el"}
 SERVER_NICE = 10
 
 
@@ -200,12 +199,23 @@ def _deprioritize_server(server: RealServer) -> None:
         Path(f"/proc/{pid}/autogroup").write_text(str(SERVER_NICE))
 
 
-def _median(values: list[float]) -> float:
-    return float(statistics.median(values))
-
-
-def _close(ours: float, theirs: float, floor: float = 0.0) -> bool:
-    return abs(ours - theirs) <= max(REL * max(ours, theirs), floor)
+def fidelity_figures(
+    bench: dict[str, Any], point: PerfPoint
+) -> dict[str, tuple[float, float, float]]:
+    """figure -> (Hangar's, vllm bench's, tolerance): p50 and p90 of the four latencies
+    and the three throughputs, as both tools define them (hangar.evaluation.metrics)."""
+    figures: dict[str, tuple[float, float, float]] = {}
+    for ours, theirs in BENCH_KEYS.items():
+        stats = getattr(point, f"{ours}_ms")
+        figures[f"{ours} p50"] = (stats.p50, float(bench[f"median_{theirs}_ms"]), TOLERANCE["p50"])
+        figures[f"{ours} p90"] = (stats.p90, float(bench[f"p90_{theirs}_ms"]), TOLERANCE["p90"])
+    for ours, theirs in (
+        ("output_tokens_per_s", "output_throughput"),
+        ("total_tokens_per_s", "total_token_throughput"),
+        ("requests_per_s", "request_throughput"),
+    ):
+        figures[ours] = (getattr(point, ours), float(bench[theirs]), TOLERANCE["throughput"])
+    return figures
 
 
 @pytest.mark.skipif(
@@ -214,77 +224,36 @@ def _close(ours: float, theirs: float, floor: float = 0.0) -> bool:
     "kept out of CI's 30-minute budget",
 )
 def test_fidelity_against_vllm_bench_serve(vllm_server: RealServer, tmp_path: Path) -> None:
-    """hangar perf and ``vllm bench serve`` agree on one server (medians of alternated runs).
+    """Hangar's perf suite and ``vllm bench serve`` agree on one server, in one pass.
 
     Why the server is deprioritized: on a 2-core box the server's three busy processes
     (the API server, the engine core and the CPU worker, the last two spin-waiting on
     their shared-memory queue for 1 s after each message) keep both cores busy. A client
-    in another session then waits 60-300 ms for a core after each wake-up (its run-queue
-    delay in /proc/self/schedstat goes from ~20 ms to 1-2 s per run), its socket fills,
-    and every chunk of a stream is read at once: TTFT x10, ITL p50 ~0. That happened to
-    any asyncio client (raw sockets, aiohttp, the SDK), vllm bench included, at random.
-    With the server at nice 10 the clients run when they need to, which is the condition
-    a benchmark client has on its own machine; the server still gets every idle cycle.
+    in another session then waits 60-300 ms for a core after each wake-up, its socket
+    fills, and every chunk of a stream is read at once: TTFT x10, ITL p50 ~0, in any
+    asyncio client, vllm bench included. With the server at nice 10 the clients run when
+    they need to, as a benchmark client does on its own machine.
 
-    Why REL = 0.3 with floors of 4 ms (TTFT) and 0.5 ms (TPOT): measured here, single
-    runs of either tool spread by about ±20 % (TTFT 11-17 ms, TPOT 1.9-3.1 ms, 1,100-1,800
-    output tok/s), while the medians of the two tools agreed within 1-8 % (hangar's client
-    still spends ~4x a raw socket client's CPU per chunk, bench/eval_client.py, taken from
-    the server it shares 2 cores with). A wrong definition or a starved client is off by
-    2-10x (TTFT 109 vs 17 ms, TPOT 1.3 vs 2.3 ms before this test deprioritized the
-    server), far outside the bound.
+    The tolerances (TOLERANCE): docs/testing.md, "Fidelity tolerance" (alternated
+    medians of the two tools agreed within 1-8 % on the idle box); a wrong definition or
+    a starved client is off by 2-10x (TTFT 109 vs 17 ms, TPOT 1.3 vs 2.3 ms before the server was
+    deprioritized), far outside them.
     """
     _deprioritize_server(vllm_server)
-    runs: list[tuple[dict, PerfPoint]] = []  # type: ignore[type-arg]
-    while True:  # alternate, so slow drifts of the box hit both tools alike
-        i = len(runs)
-        runs.append((_vllm_bench(vllm_server, tmp_path / f"b{i}"), _hangar_point(vllm_server)))
-        if len(runs) < ROUNDS:
-            continue
-        figures = _median_figures(runs)
-        off = {k: (a, b) for k, (a, b, floor) in figures.items() if not _close(a, b, floor)}
-        if not off or len(runs) == MAX_ROUNDS:
-            break
-    for b, p in runs:
-        print(
-            f"run: vllm bench ttft {b['mean_ttft_ms']:.1f} tpot {b['mean_tpot_ms']:.2f}"
-            f" itl50 {b['median_itl_ms']:.2f} out {b['output_throughput']:.0f}"
-            f" | hangar ttft {p.ttft_ms.mean:.1f} tpot {p.tpot_ms.mean:.2f}"
-            f" itl50 {p.itl_ms.p50:.2f} out {p.output_tokens_per_s:.0f}"
-        )
+    bench = _vllm_bench(vllm_server, tmp_path / "bench")
+    point = _hangar_point(vllm_server)
+    assert point.completed == bench["completed"] == FIDELITY["num_requests"]
+    assert point.output_tokens == bench["total_output_tokens"]
+    # vLLM's random dataset re-tokenizes decoded random ids, which can add a token.
+    assert abs(point.input_tokens - bench["total_input_tokens"]) <= FIDELITY["num_requests"]
+    figures = fidelity_figures(bench, point)
     print(
-        "fidelity medians (hangar, vllm bench):",
+        "fidelity (hangar, vllm bench):",
         {k: (round(a, 2), round(b, 2)) for k, (a, b, _) in figures.items()},
     )
-    for b, p in runs:
-        assert p.completed == b["completed"] == FIDELITY["num_requests"]
-        assert p.output_tokens == b["total_output_tokens"]
-        # vLLM's random dataset re-tokenizes decoded random ids, which can add a token.
-        assert abs(p.input_tokens - b["total_input_tokens"]) <= FIDELITY["num_requests"]
-    assert not off, f"outside tolerance after {len(runs)} rounds: {off}"
-
-
-def _median_figures(
-    runs: list[tuple[dict, PerfPoint]],  # type: ignore[type-arg]
-) -> dict[str, tuple[float, float, float]]:
-    """metric -> (hangar median, vllm bench median, absolute floor in the metric's unit)."""
-
-    def ours(get: Callable[[PerfPoint], float]) -> float:
-        return _median([get(p) for _, p in runs])
-
-    def theirs(key: str) -> float:
-        return _median([float(b[key]) for b, _ in runs])
-
-    ttft, tpot = ABS_FLOOR_MS["ttft"], ABS_FLOOR_MS["tpot"]
-    return {
-        "ttft_mean_ms": (ours(lambda p: p.ttft_ms.mean), theirs("mean_ttft_ms"), ttft),
-        "ttft_p50_ms": (ours(lambda p: p.ttft_ms.p50), theirs("median_ttft_ms"), ttft),
-        "tpot_mean_ms": (ours(lambda p: p.tpot_ms.mean), theirs("mean_tpot_ms"), tpot),
-        "output_tok_s": (ours(lambda p: p.output_tokens_per_s), theirs("output_throughput"), 0.0),
-        "total_tok_s": (
-            ours(lambda p: p.total_tokens_per_s),
-            theirs("total_token_throughput"),
-            0.0,
-        ),
-        "req_s": (ours(lambda p: p.requests_per_s), theirs("request_throughput"), 0.0),
+    off = {
+        name: f"{ours:.2f} vs {theirs:.2f} ({ours / theirs - 1:+.1%}, tolerance {tol:.0%})"
+        for name, (ours, theirs, tol) in figures.items()
+        if abs(ours - theirs) > tol * theirs
     }
+    assert not off, f"hangar perf vs vllm bench serve, one pass: {off}"
