@@ -48,7 +48,7 @@ from hangar.planning import PlanRequest
 from hangar.planning.accounting import GIB, forward_peak_bytes, padded_vocab
 from hangar.planning.memory import device_total_bytes
 from hangar.planning.plan import effective_settings
-from hangar.planning.versions import parse_version
+from hangar.planning.versions import VllmVersion
 
 MIN_FIXED_GIB = 0.05
 TIERS = (((0, 20, 0), (9, 0, 0)), ((0, 18, 0), (0, 20, 0)), ((0, 8, 0), (0, 18, 0)))
@@ -69,7 +69,7 @@ def _row(rec: dict[str, Any], index: dict[str, Any]) -> dict[str, float] | None:
     s = effective_settings(spec, hw, request)
     requested = device_total_bytes(gpu.memory_bytes, gpu.rocm) * mem["gpu_memory_utilization"] / GIB
     return {
-        "version": parse_version(version),
+        "version": VllmVersion.parse(version),
         "tp": tp,
         "residual": requested - mem["model_load_gib"] - mem["available_kv_cache_gib"],
         "forward": forward_peak_bytes(spec, s.max_num_batched_tokens, tp) / GIB,

@@ -49,7 +49,7 @@ from hangar.launch.targets import Observed, RenderContext, Rendered, Stopped, Ta
 from hangar.launch.targets.local import identity, is_same_process
 from hangar.paths import atomic_write_text, engine_cache_dir, runs_root, state_dir
 from hangar.planning.plan import default_utilization
-from hangar.planning.versions import parse_version
+from hangar.planning.versions import VllmVersion
 from hangar.preflight.engine import EngineFacts
 from hangar.preflight.runner import PreflightReport, preflight
 from hangar.store import runs as store
@@ -104,7 +104,9 @@ def live_utilizations(conn: Any) -> dict[str, float]:
         ):
             continue
         serve = run.deployment.get("serve", {})
-        default = default_utilization(parse_version(run.vllm_version or "0.20.0"))
+        # a store read back after a crash can hold anything: an unreadable version is the default
+        version = VllmVersion.parse_or_none(run.vllm_version) or VllmVersion(0, 20, 0)
+        default = default_utilization(version)
         out[run.id] = float(serve.get("gpu_memory_utilization") or default)
     return out
 

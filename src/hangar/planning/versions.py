@@ -81,12 +81,6 @@ def _specifier(text: str) -> SpecifierSet:
     return SpecifierSet(text)
 
 
-def parse_version(text: str) -> VllmVersion:
-    """Kept for callers outside planning (launch/orchestrator.py, bench/fit_memory.py):
-    ``VllmVersion.parse``."""
-    return VllmVersion.parse(text)
-
-
 @functools.lru_cache(maxsize=4096)
 def in_range(version: tuple[int, int, int], spec: str) -> bool:
     """``spec`` like '>=0.20,<0.34' or '*'; every clause must hold."""

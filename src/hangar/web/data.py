@@ -260,16 +260,12 @@ def engines() -> list[dict[str, Any]]:
 
 
 def _in_range(spec: str | None, version: str | None) -> bool | None:
-    from packaging.specifiers import SpecifierSet
+    from hangar.planning.versions import VllmVersion
 
-    from hangar.workarounds.registry import parse_version
-
-    parsed = parse_version(version)
     if spec is None:
         return True
-    if parsed is None:
-        return None
-    return SpecifierSet(spec).contains(parsed, prereleases=True)
+    parsed = VllmVersion.parse_or_none(version)
+    return None if parsed is None else parsed.satisfies(spec)
 
 
 def _engine_workarounds(vllm_version: str | None) -> list[dict[str, Any]]:

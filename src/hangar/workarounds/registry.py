@@ -14,7 +14,6 @@ from typing import Any
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hangar.errors import DataError
@@ -220,12 +219,6 @@ def _kv_check(cond: Condition, facts: Facts) -> bool:
 
 
 _CHECKS = (_gpu_checks, _layout_checks, _host_checks, _version_check, _model_checks)
-
-
-def parse_version(text: str | None) -> Version | None:
-    """Kept for web/data.py only: ``VllmVersion.parse_or_none(text).pep440``."""
-    version = VllmVersion.parse_or_none(text)
-    return version.pep440 if version else None
 
 
 def removal_due(workaround: Workaround, vllm_version: str | None) -> bool:

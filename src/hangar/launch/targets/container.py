@@ -24,6 +24,7 @@ from hangar.launch.spec import BOOTSTRAP, entrypoint
 from hangar.launch.targets import container_argv as cargv
 from hangar.launch.targets.base import Observed, RenderContext, Rendered, Stopped
 from hangar.launch.targets.local import LOG_NAME, _spawn
+from hangar.models.hfcache import hub_cache_dir
 from hangar.models.sources import expand_user
 from hangar.paths import atomic_write_text, state_dir
 from hangar.planning import serve
@@ -63,14 +64,6 @@ def local_model_dir(model_id: str) -> Path | None:
     return None
 
 
-def hf_hub_dir(env: dict[str, str]) -> Path:
-    """The host's hub cache as huggingface_hub resolves it (constants.py)."""
-    if env.get("HF_HUB_CACHE"):
-        return expand_user(env["HF_HUB_CACHE"])
-    home = env.get("HF_HOME") or str(Path(env.get("XDG_CACHE_HOME") or "~/.cache") / "huggingface")
-    return expand_user(home) / "hub"
-
-
 def build_spec(
     d: Deployment, ctx: RenderContext, *, env: dict[str, str], uid: int, gid: int
 ) -> cargv.ContainerSpec:
@@ -78,7 +71,7 @@ def build_spec(
     c = section(d).container
     image = image_of(d)
     model_dir = local_model_dir(d.model.id)
-    hub = None if model_dir else hf_hub_dir(env)
+    hub = None if model_dir else hub_cache_dir(env)
     inner_host = c.host if c.runtime == "apptainer" else "0.0.0.0"  # no netns in apptainer
     model_arg = cargv.IN_MODEL if model_dir else d.model.id
     options = serve.options_for(d, host=inner_host, port=c.port).model_copy(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from hangar.deploy.schema import Deployment, SlurmTarget
+from hangar.planning.versions import VllmVersion
 from hangar.preflight.engine import EngineFacts
 from hangar.preflight.findings import Finding
 from hangar.preflight.slurm.checks_ray import ray_arg_findings, ray_args_unused, ray_owned
 from hangar.preflight.slurm.common import (
-    at_least,
     finding,
     fs_evidence,
     node_local_reason,
@@ -44,7 +44,8 @@ def check_vllm_mode(d: Deployment, s: SlurmTarget, engine: EngineFacts | None) -
 
 def _mp_version(version: str | None) -> list[Finding]:
     since = checks_data()["vllm"]["nnodes_since"]
-    if at_least(version, since) is not False:
+    found = VllmVersion.parse_or_none(version)
+    if found is None or found >= VllmVersion.parse(since):
         return []
     return [
         finding(
