@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from hangar.cli.options import Capability, JsonObject, MemorySize, json_option, param_options
+from hangar.deploy.params import BY_NAME
 
 
 def _overrides(
@@ -47,7 +48,7 @@ def plan(
     from hangar.planning.request import request_fields
 
     given = {k: v for k, v in flags.items() if v is not None}
-    hardware = {k: given[k] for k in ("gpu", "gpus", "nodes") if k in given}
+    hardware = {k: v for k, v in given.items() if BY_NAME[k].section == "resources"}
     result = make_plan(
         model, **hardware, **request_fields(given), vllm_version=vllm_version,
         allow_long=os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "").lower() in ("1", "true"),

@@ -66,6 +66,11 @@ class Param:
     def takes(self, command: Command) -> bool:
         return command in self.commands
 
+    @property
+    def section(self) -> str | None:
+        """The file's table the parameter lives in (resources, parallel, serve, ...)."""
+        return self.path.split(".")[0] if self.path else None
+
     def file_path(self, target_kind: str) -> tuple[str, ...]:
         """The path's keys for a deployment whose target is ``target_kind``."""
         assert self.path is not None, f"{self.name} is not a deployment-file field"
