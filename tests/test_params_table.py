@@ -252,3 +252,13 @@ def test_every_serve_flag_is_one_the_real_vllm_takes() -> None:
     real = set(vllm_serve_flags(roots[0]))
     ours = {f for p in PARAMS for f in (p.serve, p.implies) if f is not None}
     assert ours <= real, sorted(ours - real)
+
+
+@pytest.mark.parametrize("name", ["preflight", "render"])
+@pytest.mark.parametrize("p", [p for p in PARAMS if p.kind == "fraction"], ids=lambda p: p.name)
+def test_a_deployment_fraction_out_of_range_is_a_usage_error(name: str, p: Param) -> None:
+    """A file cannot hold it, so the flag is refused as a usage error (exit 2); plan takes it
+    and its rules explain vLLM's refusal."""
+    with pytest.raises(click.BadParameter, match=r"fraction in \(0, 1\]"):
+        _command(name).make_context(name, ["hangar.toml", p.flags[0], "5"])
+    assert _command("plan").make_context("plan", ["org/m", p.flags[0], "5"]).params[p.name] == 5

@@ -51,10 +51,14 @@ class HumanInt(click.ParamType):  # type: ignore[type-arg]
 
 
 class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
-    """A float that is a number: nan/inf are usage errors, out-of-range values are for the
-    plan's rules (vLLM's CacheConfig message) or the deployment schema to explain."""
+    """A float that is a number: nan/inf are usage errors. Without ``fraction``, values out
+    of range are for the plan's rules to explain (vLLM's CacheConfig message); with it, the
+    value must be in (0, 1] as the deployment schema requires."""
 
     name = "float"
+
+    def __init__(self, fraction: bool = False) -> None:
+        self.fraction = fraction
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> float:
         try:
@@ -63,6 +67,8 @@ class FiniteFloat(click.ParamType):  # type: ignore[type-arg]
             self.fail(f"{value!r} is not a number", param, ctx)
         if not math.isfinite(number):
             self.fail(f"{value!r} is not a finite number", param, ctx)
+        if self.fraction and not 0 < number <= 1:
+            self.fail(f"{number} is not a fraction in (0, 1], e.g. 0.9", param, ctx)
         return number
 
 
@@ -120,14 +126,15 @@ class JsonObject(click.ParamType):  # type: ignore[type-arg]
 
 
 def _click_type(p: Param, command: Command) -> click.ParamType | None:  # type: ignore[type-arg]
-    """One click type per kind; plan alone may auto-fit the length (-1)."""
+    """One click type per kind. Plan alone may auto-fit the length (-1) and takes any
+    finite memory fraction (its rules explain vLLM's refusal); a deployment's must fit."""
     if p.kind == "choice":
         return click.Choice(p.choices)
     types: dict[str, click.ParamType] = {  # type: ignore[type-arg]
         "count": click.IntRange(min=1),
         "port": click.IntRange(1, 65535),
         "length": HumanInt(auto=command == "plan"),
-        "fraction": FiniteFloat(),
+        "fraction": FiniteFloat(fraction=command != "plan"),
     }
     return types.get(p.kind)
 
