@@ -101,6 +101,14 @@ CASES = [
         "ValueError: Tokenizer class FooTokenizer does not exist or is not currently imported.",
         "unsupported_architecture",
     ),
+    ("Failed to initialize NVML: Driver/library version mismatch", "cuda_driver_mismatch"),
+    (
+        (
+            "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an "
+            "NVIDIA GPU and installed a driver from http://www.nvidia.com/Download/index.aspx"
+        ),
+        "cuda_driver_mismatch",
+    ),
 ]
 
 
