@@ -109,6 +109,11 @@ CASES = [
         ),
         "cuda_driver_mismatch",
     ),
+    (
+        "ray.exceptions.ActorDiedError: The actor died because its node has died. Node Id: 7f3a",
+        "ray_cluster",
+    ),
+    ("RuntimeError: Version mismatch: The cluster was started with:", "ray_cluster"),
 ]
 
 
