@@ -196,3 +196,12 @@ def test_a_healthy_serving_log_selects_almost_no_lines(tmp_path: Path) -> None:
     scanner.feed_buffer(reader.Source(str(path), path), text.encode())
     assert scanner.diagnosis().causes == ()
     assert scanner.selected < buffers.FIRST_PIECE // 20, scanner.selected
+
+
+def test_a_cause_as_a_verdict_keeps_its_fix_and_first_line() -> None:
+    log = "INFO start\nValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).\n"
+    top = diagnose_text(log).causes[0]
+    verdict = top.as_finding()
+    assert (verdict.id, verdict.severity, verdict.source) == (f"doctor.{top.cause}", "error", "doctor")
+    assert verdict.fix == top.fix and verdict.message == top.explanation
+    assert verdict.evidence.endswith(":2: " + top.evidence[0].text)

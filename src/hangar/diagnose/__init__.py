@@ -19,15 +19,15 @@ from typing import BinaryIO
 
 from hangar.diagnose import reader
 from hangar.diagnose.knowledge import KnowledgeBase, load
-from hangar.diagnose.model import CAUSES, Diagnosis, Evidence, Finding
+from hangar.diagnose.model import CAUSES, Cause, Diagnosis, Evidence
 from hangar.diagnose.reader import UnreadableLog
 from hangar.diagnose.scan import Scanner
 
 __all__ = [
     "CAUSES",
+    "Cause",
     "Diagnosis",
     "Evidence",
-    "Finding",
     "UnreadableLog",
     "diagnose_paths",
     "diagnose_stream",

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hangar.planning.findings import Finding
+
 # The taxonomy of `hangar doctor --json`; every signature names exactly one of these.
 CauseId = Literal[
     "ulimit_mmap",
@@ -100,8 +102,12 @@ class Evidence(BaseModel):
     text: str
 
 
-class Finding(BaseModel):
-    """One ranked cause with the signature that named it and the lines that show it."""
+class Cause(BaseModel):
+    """One ranked cause with the signature that named it and the lines that show it.
+
+    Not a ``planning.findings.Finding`` (the one verdict type of plan, preflight and
+    workarounds): a cause is a hypothesis with a confidence, ranked against others, whose
+    evidence is lines across several files; ``as_finding`` gives the verdict form."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -115,13 +121,25 @@ class Finding(BaseModel):
     preflight_rule: str | None = Field(default=None, exclude=True)
     repeats: int = Field(default=1, exclude=True, description="duplicate lines folded (ranks)")
 
+    def as_finding(self) -> Finding:
+        """The cause as a verdict (``doctor.<cause>``), with its first evidence line."""
+        first = self.evidence[0] if self.evidence else None
+        return Finding(
+            id=f"doctor.{self.cause}",
+            severity="error",
+            message=self.explanation,
+            fix=self.fix,
+            evidence=f"{first.file}:{first.line}: {first.text}" if first else "",
+            source="doctor",
+        )
+
 
 class Diagnosis(BaseModel):
     """What `hangar doctor` concluded: causes best first (empty when the log looks healthy)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    causes: tuple[Finding, ...] = ()
+    causes: tuple[Cause, ...] = ()
     files: tuple[str, ...] = Field(default=(), exclude=True)
     lines_scanned: int = Field(default=0, exclude=True)
     bytes_scanned: int = Field(default=0, exclude=True)
@@ -131,7 +149,7 @@ class Diagnosis(BaseModel):
         return not self.causes
 
     @property
-    def top(self) -> Finding | None:
+    def top(self) -> Cause | None:
         return self.causes[0] if self.causes else None
 
     def confident(self, threshold: float = 0.5) -> bool:

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from hangar.diagnose import buffers, reader
 from hangar.diagnose.knowledge import KnowledgeBase, Pattern
-from hangar.diagnose.model import Diagnosis, Evidence, Finding, Signature
+from hangar.diagnose.model import Cause, Diagnosis, Evidence, Signature
 from hangar.diagnose.prefilter import ACRS, LineSelector, selectors
 
 MAX_EVIDENCE = 4
@@ -275,7 +275,7 @@ def rank(
     hits: dict[tuple[str, str, int], _Hits],
     file_lines: tuple[int, ...] = (),
     quiet_for: tuple[float | None, ...] = (),
-) -> list[Finding]:
+) -> list[Cause]:
     """Fired signatures -> one finding per cause, best first."""
     fired = [f for sig in signatures if (f := _fire(sig, hits, file_lines))]
     if any(not (f.sig.fallback or f.sig.stall) for f in fired):
@@ -346,8 +346,8 @@ def _mtime(source: reader.Source) -> float | None:
         return None
 
 
-def _finding(score: float, f: _Fired) -> Finding:
-    return Finding(
+def _finding(score: float, f: _Fired) -> Cause:
+    return Cause(
         cause=f.sig.cause,
         signature=f.sig.id,
         confidence=round(score, 2),
