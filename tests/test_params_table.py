@@ -171,17 +171,6 @@ def test_flag_builds_a_deployment_of_a_model(p: Param) -> None:
     assert file_value(d, p) == expected
 
 
-def test_launch_legacy_flags_never_override_the_file(tmp_path: Path) -> None:
-    """Until cli/launch.py takes the table's flags: its overrides() holds only given flags."""
-    from hangar.cli.preflight import overrides
-
-    path = tmp_path / "hangar.toml"
-    write_deployment(deployment_from_data(_file_data(BY_NAME["nodes"], 2)), path)
-    with _command("launch").make_context("launch", [str(path), "--gpus", "4"]) as ctx, ctx.scope():
-        given = {k: v for k, v in overrides().items() if v is not None}
-    assert given == {"gpus": 4}
-
-
 @pytest.mark.parametrize("with_layout", [True, False])
 @pytest.mark.parametrize(
     "p", [p for p in PARAMS if p.path and p.request], ids=lambda p: p.name

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from hangar.cli.options import hardware_options
+from hangar.cli.options import param_options
 from hangar.cli.terminal import printable
 from hangar.errors import BadValue
 
@@ -188,9 +188,7 @@ def _ask_slurm(values: dict[str, Any]) -> dict[str, Any]:
 
 
 @click.command()
-@click.option("--model", help="Hugging Face id or local directory.")
-@hardware_options
-@click.option("--engine", help="Engine name (hangar engines list) or interpreter path.")
+@param_options("init")
 @click.option("--target", type=click.Choice(TARGET_CHOICES), help="Where it runs.")
 @click.option(
     "--runtime",
@@ -199,12 +197,6 @@ def _ask_slurm(values: dict[str, Any]) -> dict[str, Any]:
     "apptainer|pyxis|none on the nodes (--target slurm).",
 )
 @click.option("--image", help="Container image: a reference, or a .sif/.sqsh path.")
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Bind address (Slurm: default the node's own IP).",
-)
 @click.option("--partition", help="Slurm partition (default: asked, from sinfo).")
 @click.option("--account", help="Slurm account.")
 @click.option("--qos", help="Slurm QOS.")
@@ -217,16 +209,6 @@ def _ask_slurm(values: dict[str, Any]) -> dict[str, Any]:
 )
 @click.option("--network-interface", help="NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME on the nodes.")
 @click.option("--python", "python", help="The engine's interpreter as the compute nodes see it.")
-@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
-@click.option(
-    "--tp", type=click.IntRange(min=1), help="Tensor parallel size (default: the plan's pick)."
-)
-@click.option("--pp", type=click.IntRange(min=1), help="Pipeline parallel size.")
-@click.option("--max-model-len", type=click.IntRange(min=1))
-@click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True))
-@click.option("--tool-call-parser", help="Default: the catalog's parser for the model.")
-@click.option("--reasoning-parser", help="Default: the catalog's parser for the model.")
-@click.option("--served-name", help="Model name clients use (default: the model id).")
 @click.option(
     "-o",
     "--output",

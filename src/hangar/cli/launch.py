@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from hangar.cli.preflight import deployment_options, overrides, render_findings
+from hangar.cli.options import param_options
+from hangar.cli.preflight import deployment_from_cli, render_findings
 
 
 @click.command()
@@ -28,7 +29,7 @@ from hangar.cli.preflight import deployment_options, overrides, render_findings
     "(hangar status shows it become ready). Without it, Ctrl-C, SIGTERM or SIGHUP during "
     "the wait stop the server.",
 )
-@deployment_options
+@param_options("deploy")
 def launch(
     target: str | None, kind: str | None, force: bool, dry_run: bool, detach: bool, **flags: Any
 ) -> int:
@@ -36,9 +37,7 @@ def launch(
 
     Until the server is ready, it belongs to this command: an interrupt stops it. Once ready
     (or at once with --detach) it is handed over to the run record: `hangar stop RUN`."""
-    from hangar.deploy.init import deployment_for_cli, with_target_kind
-
-    d = with_target_kind(deployment_for_cli(target, overrides(**flags)), kind)
+    d = deployment_from_cli(target, kind)
     if dry_run:
         return _dry_run(d, force)
     return _launch(d, force, detach)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, overload
 import click
 from click.core import ParameterSource
 
-from hangar.deploy.params import BY_NAME, PARAMS, Command, Param, params_for
+from hangar.deploy.params import PARAMS, Command, Param, params_for
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -165,13 +165,6 @@ def param_options(command: Command, only: tuple[str, ...] | None = None) -> Call
         return func
 
     return apply
-
-
-def hardware_options(func: F) -> F:
-    """--gpu/--gpus/--nodes; without --gpu the local GPUs are detected through NVML."""
-    for name in ("nodes", "gpus", "gpu"):
-        func = param_option(BY_NAME[name], "deploy")(func)
-    return func
 
 
 # ParameterSource values that mean the user typed it (or exported it for click).

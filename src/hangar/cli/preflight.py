@@ -10,17 +10,6 @@ import click
 
 from hangar.cli.options import given_values, json_option, param_options
 
-# The flags launch took before the table (its owner switches it to param_options("deploy")
-# and deployment_from_cli); kept so `hangar launch` keeps working meanwhile.
-_LAUNCH_FLAGS = ("gpu", "gpus", "nodes", "engine", "tp", "pp", "host", "port")
-deployment_options = param_options("deploy", only=_LAUNCH_FLAGS)
-
-
-def overrides(**values: Any) -> dict[str, Any]:
-    """The flags the user actually gave: a default must not override the file."""
-    given = given_values()
-    return {k: given.get(k) for k in _LAUNCH_FLAGS}
-
 
 def deployment_from_cli(target: str | None, kind: str | None) -> Any:
     """The deployment FILE or MODEL with the flags given on this command line over it,

@@ -75,49 +75,9 @@ def build_deployment(a: Answers, *, source: str = "command-line flags") -> Deplo
 
 def deployment_for_cli(target: str | None, overrides: dict[str, Any]) -> Deployment:
     """`hangar preflight/launch [FILE | MODEL] [flags]`: a file (flags override it) or a model id."""
-    from pathlib import Path
+    from hangar.deploy.params import deployment_for
 
-    from hangar.deploy.io import DEFAULT_FILE, deployment_from_data, load_deployment
-    from hangar.errors import UsageError
-
-    given = {k: v for k, v in overrides.items() if v is not None}
-    if target is None and not Path(DEFAULT_FILE).is_file():
-        raise UsageError(f"no deployment file given and no ./{DEFAULT_FILE}", hint="hangar init")
-    path = Path(target or DEFAULT_FILE)
-    if path.is_file() or path.suffix == ".toml":
-        d = load_deployment(path)
-        return (
-            deployment_from_data(_merged(d, given), source=f"{path} + command-line flags")
-            if given
-            else d
-        )
-    return build_deployment(Answers(model=str(target), **given))
-
-
-_SECTION_OF = {
-    "gpu": ("resources", "gpu"),
-    "gpus": ("resources", "gpus"),
-    "nodes": ("resources", "nodes"),
-    "tp": ("parallel", "tensor"),
-    "pp": ("parallel", "pipeline"),
-    "max_model_len": ("serve", "max_model_len"),
-    "gpu_memory_utilization": ("serve", "gpu_memory_utilization"),
-    "tool_call_parser": ("serve", "tool_call_parser"),
-    "reasoning_parser": ("serve", "reasoning_parser"),
-}
-
-
-def _merged(d: Deployment, given: dict[str, Any]) -> dict[str, Any]:
-    data = d.model_dump(mode="json")
-    for key, value in given.items():
-        if key == "engine":
-            data["engine"] = value
-        elif key in ("host", "port"):
-            data["target"][data["target"]["kind"]][key] = value
-        elif key in _SECTION_OF:
-            section, field = _SECTION_OF[key]
-            data[section][field] = value
-    return data
+    return deployment_for(target, {k: v for k, v in overrides.items() if v is not None})
 
 
 def with_target_kind(d: Deployment, kind: str | None) -> Deployment:

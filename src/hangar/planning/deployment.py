@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 from hangar.deploy.schema import Deployment, Parallel
 from hangar.errors import HangarError
 from hangar.planning.plan import Plan, plan
-from hangar.planning.request import PlanRequest
+from hangar.planning.request import PlanRequest, deployment_request_fields
 from hangar.planning.versions import VllmVersion
 
 
@@ -21,20 +21,11 @@ def plan_request(
     d: Deployment, vllm_version: str | None = None, *, with_layout: bool = True
 ) -> PlanRequest:
     """The request for ``d``; ``with_layout=False`` lets the planner choose tp/pp/dp."""
-    s, p = d.serve, d.parallel
+    fields = deployment_request_fields(d, with_layout=with_layout)
     version = _version(vllm_version)
-    optional = {
-        "gpu_memory_utilization": s.gpu_memory_utilization,
-        "max_model_len": s.max_model_len,
-        "max_num_seqs": s.max_num_seqs,
-        "quantization": s.quantization,
-        "kv_cache_dtype": s.kv_cache_dtype,
-        "dtype": s.dtype,
-        "vllm_version": version,
-    }
-    layout = {"tp": p.tensor, "pp": p.pipeline, "dp": p.data, "ep": p.expert} if with_layout else {}
-    given = {k: v for k, v in optional.items() if v is not None}
-    return PlanRequest.model_validate({"enforce_eager": s.enforce_eager, **layout, **given})
+    if version is not None:
+        fields["vllm_version"] = version
+    return PlanRequest.model_validate(fields)
 
 
 def plan_for(d: Deployment, vllm_version: str | None = None, *, with_layout: bool = True) -> Plan:

@@ -16,34 +16,22 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from hangar.deploy.params import PARAMS
 from hangar.deploy.schema import Deployment
 from hangar.errors import HangarError
 from hangar.planning.plan import Plan
 from hangar.preflight.findings import Finding
 
-# vllm serve flag -> the deployment field that renders it (hangar.planning.serve).
-# Names and short aliases as in vLLM 0.32 vllm/engine/arg_utils.py (add_cli_args) and
-# the frontend's vllm/entrypoints/openai/cli_args.py.
+# vllm serve flag -> the deployment field that renders it (hangar.planning.serve), from the
+# one parameter table: each row's serve flag and the switch a set value implies
+# (--tool-call-parser turns on --enable-auto-tool-choice), each checked against vLLM 0.32.0's
+# own options by tests/test_params_table.py.
 OWNED_FLAGS: dict[str, str] = {
-    "--host": "target.<kind>.host",
-    "--port": "target.<kind>.port",
-    "--served-model-name": "model.served_name",
-    "--revision": "model.revision",
-    "--trust-remote-code": "model.trust_remote_code",
-    "--tensor-parallel-size": "parallel.tensor",
-    "--pipeline-parallel-size": "parallel.pipeline",
-    "--data-parallel-size": "parallel.data",
-    "--enable-expert-parallel": "parallel.expert",
-    "--max-model-len": "serve.max_model_len",
-    "--gpu-memory-utilization": "serve.gpu_memory_utilization",
-    "--max-num-seqs": "serve.max_num_seqs",
-    "--dtype": "serve.dtype",
-    "--kv-cache-dtype": "serve.kv_cache_dtype",
-    "--quantization": "serve.quantization",
-    "--tool-call-parser": "serve.tool_call_parser",
-    "--enable-auto-tool-choice": "serve.tool_call_parser",
-    "--reasoning-parser": "serve.reasoning_parser",
-    "--enforce-eager": "serve.enforce_eager",
+    flag: str(p.path)
+    for p in PARAMS
+    if p.path is not None
+    for flag in (p.serve, p.implies)
+    if flag is not None
 }
 SHORT_ALIASES: dict[str, str] = {
     "-tp": "--tensor-parallel-size",
