@@ -6,10 +6,19 @@ the TOML rendering and the vLLM argv are all derived from these models.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    field_validator,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -49,6 +58,34 @@ def is_secret_flag(arg: str, following: str | None = None) -> bool:
     if not has_value and (following is None or following.startswith("--")):
         return False
     return name.lower().split("-")[-1] in _SECRET_FLAG_WORDS
+
+
+# RFC 1123 hostname: dot-separated labels of letters, digits and inner hyphens, 1-63
+# characters each, 253 in all (an optional trailing dot is the root).
+_HOST_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def host_address(value: str) -> str:
+    """A bind/publish address: an IPv4 or IPv6 address or an RFC 1123 hostname.
+
+    It reaches ``--host``, ``-p HOST:PORT:PORT`` and the job's URL, so anything else
+    (spaces, option text, shell characters) is refused here, once for every target.
+    """
+    try:
+        ipaddress.ip_address(value)
+        return value
+    except ValueError:
+        pass
+    name = value.removesuffix(".")
+    if 0 < len(name) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in name.split(".")):
+        return value
+    raise ValueError(
+        f"{value!r} is not an IP address or hostname (e.g. 127.0.0.1, 0.0.0.0, ::1 "
+        "or node01.example.org)"
+    )
+
+
+HostAddress = Annotated[str, AfterValidator(host_address)]
 
 
 def _no_control_chars(value: str) -> str:
@@ -137,7 +174,7 @@ class Serve(_Section):
 
 
 class LocalTarget(_Section):
-    host: str = Field("127.0.0.1", description="bind address; 0.0.0.0 exposes the server")
+    host: HostAddress = Field("127.0.0.1", description="bind address; 0.0.0.0 exposes the server")
     port: StrictInt = Field(8000, ge=1, le=65535)
     ready_timeout_s: float = Field(
         900, gt=0, allow_inf_nan=False, description="give up waiting for readiness"
@@ -147,7 +184,7 @@ class LocalTarget(_Section):
     )
     cuda_visible_devices: str | None = None
 
-    @field_validator("host", "cuda_visible_devices")
+    @field_validator("cuda_visible_devices")
     @classmethod
     def _one_line(cls, value: str | None) -> str | None:
         return None if value is None else _no_control_chars(value)
@@ -222,7 +259,7 @@ class SlurmTarget(_Section):
         None, description="NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME on the nodes"
     )
     port: StrictInt = Field(8000, ge=1, le=65535, description="vLLM's API port on the head node")
-    host: str | None = Field(
+    host: HostAddress | None = Field(
         None, description="bind address on the node; default the node's own IP (VLLM_HOST_IP)"
     )
     master_port: StrictInt = Field(
@@ -276,7 +313,7 @@ class SlurmTarget(_Section):
             _one_of(_MODULE, "module name (e.g. cuda/12.4)", name)
         return value
 
-    @field_validator("constraint", "host", "python", "tmp_root")
+    @field_validator("constraint", "python", "tmp_root")
     @classmethod
     def _one_line(cls, value: str | None) -> str | None:
         return None if value is None else _no_control_chars(value)
@@ -365,7 +402,7 @@ class ContainerTarget(ContainerOptions):
     """
 
     runtime: Literal["podman", "docker", "apptainer"] = "podman"
-    host: str = Field("127.0.0.1", description="host address the port is published on")
+    host: HostAddress = Field("127.0.0.1", description="host address the port is published on")
     port: StrictInt = Field(8000, ge=1, le=65535, description="host port (and vLLM's port)")
     gpus: str | None = Field(
         None, description='"all" or a device list "0,1"; default: all when resources.gpu is set'
@@ -380,7 +417,7 @@ class ContainerTarget(ContainerOptions):
     ready_timeout_s: float = Field(900, gt=0, allow_inf_nan=False)
     stop_grace_s: float = Field(30, ge=0, allow_inf_nan=False)
 
-    @field_validator("host", "gpus")
+    @field_validator("gpus")
     @classmethod
     def _one_line_here(cls, value: str | None) -> str | None:
         return None if value is None else _no_control_chars(value)
