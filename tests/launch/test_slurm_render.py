@@ -753,3 +753,58 @@ def test_real_ray_accepts_the_head_line_and_the_gate_counts(
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(head.pid, signal.SIGKILL)  # the session this test started
+
+
+_QUOTE_HOSTILE = [
+    "x \\",
+    "x \\\\",
+    "\\",
+    "\\'",
+    "a\\$b",
+    "a\\`b`",
+    "it's \\",
+    "$(touch /tmp/hangar-q-marker) `id` \\",
+    "two\nlines \\",
+    "'\"\\\n$HOME\\",
+    "plain",
+    "",
+]
+
+
+@pytest.mark.parametrize("value", _QUOTE_HOSTILE)
+def test_q_round_trips_through_bash_and_passes_shellcheck(
+    value: str, shellcheck: str, tmp_path: Path
+) -> None:
+    """Issue 13 review: a value ending with a backslash made shellcheck report SC1003."""
+    script = tmp_path / "q.sh"
+    script.write_text(f"#!/bin/bash\nprintf '%s' {sr.q(value)}\n", encoding="utf-8")
+    done = subprocess.run(["bash", str(script)], check=True, capture_output=True)
+    assert done.stdout.decode() == value
+    checked = subprocess.run(
+        [shellcheck, "-S", "style", str(script)], check=False, capture_output=True, text=True
+    )
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_served_name_ending_with_a_backslash_renders_shellcheck_clean(
+    shellcheck: str, tmp_path: Path
+) -> None:
+    d = deployment(
+        {"multinode": "mp"},
+        model={"id": "org/tiny-llama", "served_name": "x \\"},
+        resources={"gpus": 2, "nodes": 2},
+        parallel={"tensor": 4},
+    )
+    files = sr.render_slurm(d, context()).files
+    paths = []
+    for name in (sr.NODE_FILE, sr.JOB_FILE):
+        path = tmp_path / name
+        path.write_text(files[name].text, encoding="utf-8")
+        paths.append(str(path))
+    done = subprocess.run(
+        [shellcheck, "-S", "style", "-s", "bash", *paths],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout

@@ -208,12 +208,22 @@ def _quote_text(text: str) -> str:
     return "".join(out) or "''"
 
 
+# Backslashes right before a quote in shlex.quote's output: data at the end of a single-
+# quoted run (shlex never writes \' itself, and the \$ / \` above sit outside quotes).
+_TRAILING_BACKSLASHES = re.compile(r"(\\+)'")
+
+
 def _shell_quote(text: str) -> str:
     """``shlex.quote``, with ``$`` and backticks taken out of the single quotes as ``\\$``
     and ``\\```: the same word to bash, and shellcheck's SC2016 ("expressions don't expand
     in single quotes") cannot fire on data that is literal by design. shlex.quote quotes
-    any text holding either character, so both only ever occur inside single quotes."""
-    return shlex.quote(text).replace("$", "'\\$'").replace("`", "'\\`'")
+    any text holding either character, so both only ever occur inside single quotes.
+
+    Backslashes that end a single-quoted run (``'x \\'``) move out of it as ``\\\\``:
+    bash reads the same word, and shellcheck's SC1003 ("want to escape a single quote?")
+    does not fire on a value that merely ends with a backslash."""
+    quoted = shlex.quote(text).replace("$", "'\\$'").replace("`", "'\\`'")
+    return _TRAILING_BACKSLASHES.sub(lambda m: "'" + "\\\\" * len(m.group(1)), quoted)
 
 
 def q(value: object) -> Quoted:
