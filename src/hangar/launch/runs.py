@@ -54,7 +54,24 @@ def open_store() -> sqlite3.Connection:
     return connect()
 
 
+def _unreadable(run: store.RunRecord) -> RunState:
+    """A row Hangar cannot read: listed (even without --all) with its fix, because nothing
+    tells whether its server still runs; only the run's marker is trusted to find one."""
+    pids = process.run_processes(run.id, None) if run.target == "local" else []
+    running = f"; processes {', '.join(map(str, pids))} carry its marker" if pids else ""
+    return RunState(
+        run=run,
+        alive=True,
+        pids=tuple(pids),
+        state="unreadable",
+        detail=run.unreadable + running,
+        fix=store.UNREADABLE_FIX,
+    )
+
+
 def _state(run: store.RunRecord) -> RunState:
+    if run.unreadable:
+        return _unreadable(run)
     handle = handle_of(run)
     if not run.live or not handle:
         return RunState(run=run, alive=False, pids=())
@@ -70,7 +87,12 @@ def _state(run: store.RunRecord) -> RunState:
                 "detail": f"its launcher (pid {run.launcher.get('pid')}) died while starting",
             }
         )
-    if alive and run.status == "ready" and run.base_url and not health_ok(run.base_url, None, timeout=STATUS_PROBE_S):
+    if (
+        alive
+        and run.status == "ready"
+        and run.base_url
+        and not health_ok(run.base_url, None, timeout=STATUS_PROBE_S)
+    ):
         return state.model_copy(
             update={
                 "state": "unresponsive",
@@ -138,9 +160,12 @@ class CleanItem(BaseModel):
     why: str
     container: tuple[str, str] | None = None  # (runtime, container id) to remove
     orphan: bool = False  # a server whose launcher died while starting: stopped, not removed
+    record: bool = False  # an unreadable row of the store: the row is deleted
 
     @property
     def what(self) -> str:
+        if self.record:
+            return f"the unreadable record of run {self.run_id}"
         if self.orphan:
             return f"the orphaned server of run {self.run_id}"
         return (
@@ -186,6 +211,13 @@ def clean_plan(conn: sqlite3.Connection, *, logs: bool = False) -> list[CleanIte
         for s in states
         if s.state == "orphaned"
     ]
+    # An unreadable row goes once no process carries its marker (its server, if any, is
+    # then gone); its run dir stays until the next clean, as any unrecorded one.
+    items += [
+        CleanItem(run_id=s.run.id, why=s.run.unreadable, record=True)
+        for s in states
+        if s.state == "unreadable" and not s.pids
+    ]
     root = runs_root()
     for run_dir in sorted(root.iterdir()) if root.is_dir() else []:
         run_id = run_dir.name
@@ -226,7 +258,9 @@ def clean(
     items = clean_plan(conn, logs=logs)
     if not dry_run:
         for item in items:
-            if item.orphan and item.run_id is not None:
+            if item.record and item.run_id is not None:
+                store.delete_run(conn, item.run_id)
+            elif item.orphan and item.run_id is not None:
                 stop_orphan(conn, item.run_id)
             elif item.container is not None:
                 from hangar.launch.targets.container import remove_container
