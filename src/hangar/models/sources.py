@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import yaml
 
-from hangar.errors import InputError, ModelNotFound
+from hangar.errors import BadValue, InputError, ModelNotFound
 from hangar.models.config import load_config_file, parse_config
 from hangar.models.hfcache import repo_cache_dir
 from hangar.models.spec import ModelSpec
@@ -109,14 +109,53 @@ def _from_files(
     config = apply_hf_overrides(_load_json(config_path), overrides)
     quant_path = config_path.with_name("hf_quant_config.json")
     quant = _load_json(quant_path) if quant_path.is_file() else None
-    return parse_config(
-        config,
-        model_id=model_id,
-        source=source,
-        path=str(config_path),
-        quant_file=quant,
-        local_dir=local_dir,
-        checkpoint_bytes=checkpoint_bytes,
+    try:
+        return parse_config(
+            config,
+            model_id=model_id,
+            source=source,
+            path=str(config_path),
+            quant_file=quant,
+            local_dir=local_dir,
+            checkpoint_bytes=checkpoint_bytes,
+        )
+    except InputError as exc:
+        if exc.field is None or not _overridden(overrides, exc.field):
+            raise
+        raise _override_error(exc, exc.field) from exc
+
+
+# Sections whose keys the reader also reads as the model's own (text_config of a
+# multimodal config, llm_config of InternVL ...): an override there sets the same field.
+_NESTED_SECTIONS = ("text_config", "llm_config", "language_config", "thinker_config")
+
+
+def _overridden(overrides: Mapping[str, Any] | None, field: str) -> bool:
+    """Whether the value at dotted ``field`` came from ``overrides`` (at the top or in a
+    nested text section) rather than from the config file itself."""
+
+    def has(mapping: Any, keys: list[str]) -> bool:
+        for key in keys:
+            if not isinstance(mapping, Mapping) or key not in mapping:
+                return False
+            mapping = mapping[key]
+        return True
+
+    if not overrides:
+        return False
+    keys = field.split(".")
+    return has(overrides, keys) or any(has(overrides, [s, *keys]) for s in _NESTED_SECTIONS)
+
+
+def _override_error(exc: InputError, field: str) -> BadValue:
+    """The config reader's complaint, blamed on the option that set the value (exit 2)
+    instead of on a config.json the user never wrote."""
+    where = ": ".join(p for p in (exc.source, f"field '{field}'") if p) + ": "
+    option = f"--hf-overrides.{field}"
+    return BadValue(
+        exc.message.removeprefix(where),
+        field=option,
+        hint=f"give '{field}' a valid value in --hf-overrides (or --rope-scaling), or drop it",
     )
 
 
