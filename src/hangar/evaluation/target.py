@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from hangar.errors import BadValue, InputError
+from hangar.errors import BadValue, HangarError, InputError
 
 _URL = re.compile(r"^https?://", re.IGNORECASE)
 _WILDCARD_HOSTS = {"0.0.0.0", "::", "[::]", ""}
@@ -52,6 +52,15 @@ class Target(BaseModel):
     @property
     def openai_base_url(self) -> str:
         return f"{self.root_url}/v1"
+
+
+class RunEnded(HangarError):
+    """The run was stopped or has ended: its address may now belong to another server (or
+    none), so it is not evaluated (exit 1) and nothing is stored."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        super().__init__(f"run {run_id} is stopped (status {status})", hint="hangar status --all")
+        self.run_id, self.status = run_id, status
 
 
 def api_key_from_env(explicit: str | None) -> SecretStr | None:
@@ -155,6 +164,8 @@ def target_from_run(run_id: str, db_path: Path | None) -> Target:
             f"'{run_id}' is not a URL, not a deployment file, and the run id is unknown",
             hint="pass http://HOST:PORT, a hangar.toml, or a run id from `hangar launch`",
         )
+    if not run.live:  # stopped, exited or failed
+        raise RunEnded(run.id, run.status)
     served = _json_object(_read(Path(run.run_dir) / "server.json"))
     url = str(served.get("url") or run.base_url)
     if not url:
