@@ -36,6 +36,7 @@ import yaml
 
 from hangar.errors import DataError, UsageError
 from hangar.models.spec import ModelSpec
+from hangar.planning.findings import Finding
 from hangar.planning.versions import DEFAULT_VLLM_VERSION, VllmVersion
 
 GIB = 2**30
@@ -171,8 +172,10 @@ def fixed_bytes(tier: Tier, tp: int) -> float:
     return (tier.fixed_gib + (tier.tp_extra_gib if tp > 1 else 0.0)) * GIB
 
 
-def check_supported_version(text: str, version: tuple[int, int, int]) -> None:
-    """Refuse a version older than every rule and memory tier Hangar has (memory.yaml)."""
+def check_supported_version(text: str, version: tuple[int, int, int]) -> Finding | None:
+    """Refuse a version older than every rule and memory tier Hangar has (memory.yaml);
+    for one newer than the newest release the rules were read from, the finding that says
+    so (:func:`newer_than_known`), which the plan shows on every layout."""
     oldest = default_accounting().oldest
     if version < oldest:
         first = ".".join(map(str, oldest))
@@ -181,3 +184,33 @@ def check_supported_version(text: str, version: tuple[int, int, int]) -> None:
             f"accounting start at vLLM {first}",
             hint=f"--vllm-version {first} or newer (e.g. --vllm-version {DEFAULT_VLLM_VERSION})",
         )
+    return newer_than_known(version)
+
+
+NEWER_THAN_KNOWN = "vllm_version_newer_than_rules"
+
+
+def newer_than_known(version: tuple[int, int, int]) -> Finding | None:
+    """A warning when ``version`` is past the newest release whose source the rules and
+    memory tiers were read from (DEFAULT_VLLM_VERSION's major.minor; its patch releases
+    share its rules): those are applied, and nothing says they still hold."""
+    newest = VllmVersion.parse(DEFAULT_VLLM_VERSION)
+    if tuple(version[:2]) <= tuple(newest[:2]):
+        return None
+    known = f"{newest.major}.{newest.minor}"
+    shown = ".".join(map(str, version))
+    return Finding(
+        id=NEWER_THAN_KNOWN,
+        severity="warning",
+        source="plan",
+        message=(
+            f"vLLM {shown} is newer than every release Hangar's rules and memory "
+            f"accounting were read from (newest: {known}); the {known} rules are applied, "
+            "unverified for this version"
+        ),
+        fix=(
+            f"plan with --vllm-version {DEFAULT_VLLM_VERSION} to see the verified rules, "
+            "or upgrade Hangar for rules read from the newer release"
+        ),
+        evidence=f"planning/versions.py DEFAULT_VLLM_VERSION = {DEFAULT_VLLM_VERSION}",
+    )
