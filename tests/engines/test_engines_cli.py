@@ -85,9 +85,9 @@ def test_inspect_image_engine_explains(capsys: pytest.CaptureFixture[str]) -> No
     assert code == 1 and "container image" in err
 
 
-def test_bad_engine_name_is_an_input_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_engine_name_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "engines", "add", "no/slash", "--image", "vllm/vllm-openai:v1")
-    assert code == 1 and "not a valid engine name" in err
+    assert code == 2 and "not a valid engine name" in err
 
 
 def test_hand_edits_survive_engines_add_and_remove(capsys: pytest.CaptureFixture[str]) -> None:

@@ -141,6 +141,7 @@ def add_command(
     from hangar.engines import manage
     from hangar.errors import UsageError
 
+    _check_new_name(name)
     chosen = [x for x in (vllm_version, nightly or None, spec, python_path, image) if x]
     if len(chosen) != 1:
         raise UsageError(f"give {_SOURCE_HELP}")
@@ -171,6 +172,17 @@ def add_command(
     )
 
 
+def _check_new_name(name: str) -> None:
+    """A malformed NAME is a usage error (exit 2), as click's own argument errors are."""
+    from hangar.engines import manage
+    from hangar.errors import BadValue, InputError
+
+    try:
+        manage.check_name(name)
+    except InputError as exc:
+        raise BadValue(str(exc).split(": ", 1)[-1], field="NAME", hint=exc.hint) from exc
+
+
 @engines.command("list")
 @json_option(help="Print JSON instead of a table.")
 def list_command(as_json: bool) -> None:
@@ -180,7 +192,7 @@ def list_command(as_json: bool) -> None:
     reg = registry.load()
     items = sorted(reg.all().values(), key=lambda e: e.name)
     if as_json:
-        _echo_json([{**e.model_dump(mode="json"), "defined_in": e.defined_in} for e in items])
+        _echo_json([_listed_json(reg, e) for e in items])
         return
     if not items:
         click.echo("no engines registered; add one with: hangar engines add stable --vllm VERSION")
@@ -188,13 +200,30 @@ def list_command(as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("name", "kind", "vLLM", "spec / interpreter / image", "previous", "updated")
+    table = Table(
+        "name", "kind", "vLLM", "spec / interpreter / image", "previous", "updated", "defined in"
+    )
     for e in items:
         where = e.spec or e.image or e.python or ""
         prev = e.previous.vllm_version if e.previous else ""
         cells = (e.name, e.kind, e.vllm_version or "?", where, prev or "", e.updated)
-        table.add_row(*(_escape(cell) for cell in cells))
+        table.add_row(*(_escape(cell) for cell in (*cells, _origin(reg, e))))
     Console().print(table)
+
+
+def _origin(reg: Any, engine: Any) -> str:
+    """"user" for the registry, else the project file (read statically, never run here)."""
+    return str(engine.defined_in) if reg.is_project(engine.name) else "user"
+
+
+def _listed_json(reg: Any, engine: Any) -> dict[str, Any]:
+    shadowed = reg.project.get(engine.name) if engine.name in reg.shadowed() else None
+    return {
+        **engine.model_dump(mode="json"),
+        "defined_in": engine.defined_in,
+        "source": "project" if reg.is_project(engine.name) else "user",
+        "shadows": shadowed.defined_in if shadowed else None,
+    }
 
 
 def _inspection_json(found: Any) -> dict[str, Any]:
@@ -360,6 +389,8 @@ def history_command(name: str | None, as_json: bool) -> None:
 
     reg = registry.load()
     entries = reg.history_for(name) if name else reg.history
+    if name and not entries:
+        reg.get(name)  # a name neither registered nor in the history: "no engine named" (1)
     if as_json:
         _echo_json([h.model_dump(mode="json") for h in entries])
         return

@@ -3,15 +3,25 @@
 The user file is the single switch point: a managed engine's active venv is
 whatever its entry names, and every change is one atomic rewrite of that file
 (``hangar.paths.atomic_write_text``), so a kill leaves either the old or the new
-entry, never a mix. The project-local file may add entries (read-only for
-Hangar); on a name clash the project entry wins, because it sits next to the
-deployment files that name it.
+entry, never a mix.
+
+The project-local file comes with whatever directory the user stands in (a cloned
+repository), so it is not trusted like the user's own file:
+
+- it is read statically (TOML only); loading, listing and ``support`` over every
+  engine never run an interpreter it names;
+- it may only add names: on a clash the user's registered engine is used and a
+  warning names the ignored project entry (a clone cannot redirect ``stable``);
+- an interpreter it names runs only when that engine is asked for by name (a
+  deployment's ``engine =``, ``engines inspect NAME``, ``support --engine NAME``),
+  and then with a warning on stderr naming the file.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -56,17 +66,35 @@ class Registry:
         self.project = project or {}
 
     def get(self, name: str) -> Engine:
-        engine = self.project.get(name) or self.engines.get(name)
+        """The engine ``name``; the user's entry wins over a project entry of that name."""
+        engine = self.engines.get(name)
+        if engine is not None:
+            return engine
+        engine = self.project.get(name)
         if engine is None:
             raise EngineNotFound(name, sorted(self.all()))
+        if runs_interpreter(engine):
+            _warn(
+                f"engine '{name}' is defined by {engine.defined_in or PROJECT_FILE}, not by your "
+                f"registry: its interpreter {engine.python} will run"
+            )
         return engine
 
     def all(self) -> dict[str, Engine]:
-        return {**self.engines, **self.project}
+        """Every engine by name: the project's additions, then the user's (which win)."""
+        return {**self.project, **self.engines}
+
+    def is_project(self, name: str) -> bool:
+        """True when ``name`` resolves to the project file's entry (not shadowed by the user's)."""
+        return name in self.project and name not in self.engines
+
+    def shadowed(self) -> list[str]:
+        """Project entries ignored because the user's registry has the same name."""
+        return sorted(set(self.project) & set(self.engines))
 
     def writable(self, name: str) -> Engine:
         """The user-file entry ``name``; refuses entries defined by the project file."""
-        if name in self.project:
+        if self.is_project(name):
             raise ProjectEngineReadOnly(name, self.project[name].defined_in or PROJECT_FILE)
         if name not in self.engines:
             raise EngineNotFound(name, sorted(self.all()))
@@ -83,6 +111,24 @@ class Registry:
         history = [h.model_dump(mode="json", exclude_none=True) for h in self.history]
         data = {"schema_version": SCHEMA_VERSION, "engines": engines, "history": history}
         return dumps(data, previous)
+
+
+def runs_interpreter(engine: Engine) -> bool:
+    """Inspecting or preflighting this engine starts its interpreter (images are only read)."""
+    return engine.kind != "image" and bool(engine.python)
+
+
+_warned: set[str] = set()
+
+
+def _warn(message: str) -> None:
+    """One stderr line per message and process: the project file is outside text."""
+    if message in _warned:
+        return
+    _warned.add(message)
+    from hangar.cli.terminal import clip, printable
+
+    print(f"warning: {printable(clip(message), one_line=True)}", file=sys.stderr)
 
 
 def _shape_error(source: Path, field: str, expected: str) -> InputError:
@@ -165,7 +211,13 @@ def load(cwd: Path | None = None) -> Registry:
         pdata = read_toml(project_file)
         _check_schema(pdata, project_file)
         project = _engines_from(pdata, project_file)
-    return Registry(_engines_from(data, user), _history_from(data, user), project)
+    registry = Registry(_engines_from(data, user), _history_from(data, user), project)
+    for name in registry.shadowed():
+        _warn(
+            f"{project_file} defines engine '{name}' too; your registered '{name}' is used "
+            "(rename the project's entry to use it)"
+        )
+    return registry
 
 
 def save(registry: Registry) -> None:

@@ -125,14 +125,38 @@ def merged_asks(from_card: card.CardAsks, from_meta: card.CardAsks) -> card.Card
     )
 
 
-def model_facts(ref: str) -> ModelFacts:
-    """Load ``ref`` through Hangar's model loader, then read its card (card beats catalog)."""
+# vLLM publishes one image per platform: vllm/vllm-openai (CUDA) beside vllm-openai-cpu,
+# -xpu, -rocm, -tpu; AMD's are also under rocm/. A recipe's "Intel Xeon 6" section names
+# the -cpu one, which cannot use a GPU.
+_PLATFORM_IMAGE = re.compile(r"(?:^|[-_/:.])(cpu|xpu|rocm|tpu|hpu|neuron)(?=$|[-_/:.])")
+
+
+def image_platform(image: str) -> str:
+    """The platform an image is built for: "cuda" unless its name says cpu/xpu/rocm/..."""
+    match = _PLATFORM_IMAGE.search(image.lower())
+    return match.group(1) if match else "cuda"
+
+
+def images_for(images: tuple[str, ...], platform: str = "cuda") -> tuple[str, ...]:
+    """The images built for ``platform`` (support recommends only those)."""
+    return tuple(i for i in images if image_platform(i) == platform)
+
+
+def model_facts(ref: str, platform: str = "cuda") -> ModelFacts:
+    """Load ``ref`` through Hangar's model loader, then read its card (card beats catalog).
+
+    ``images`` keeps only those built for ``platform`` (a GPU deployment is not offered
+    a CPU image)."""
     from hangar.models import load_model
 
     spec = load_model(ref)
     text, source = _card(spec.id, spec.local_dir)
     text = "\n".join([text or "", *_guides(spec.local_dir)])
-    asks = merged_asks(card.read_card(text), _meta_asks(spec.local_dir))
+    from_card, from_meta = card.read_card(text), _meta_asks(spec.local_dir)
+    asks = merged_asks(
+        replace(from_card, images=images_for(from_card.images, platform)),
+        replace(from_meta, images=images_for(from_meta.images, platform)),
+    )
     parsers = {**_meta_parsers(spec.local_dir), **asks.parsers}
     return ModelFacts(
         id=spec.id,
@@ -315,14 +339,36 @@ def check_engine(facts: ModelFacts, engine: Engine) -> EngineSupport:
     )
 
 
+def _check_listed(facts: ModelFacts, reg: registry.Registry, engine: Engine) -> EngineSupport:
+    """One engine of "every engine": a project-file interpreter is not run unless named
+    (a cloned repository's ./hangar-engines.toml must not run code on `hangar support`)."""
+    if reg.is_project(engine.name) and registry.runs_interpreter(engine):
+        return EngineSupport(
+            engine=engine.name,
+            kind=engine.kind,
+            vllm_version=engine.vllm_version,
+            architecture_supported=None,
+            model_type_known=None,
+            parsers={k: ParserCheck(name=v, present=None) for k, v in facts.parsers.items()},
+            recommendation="unknown",
+            reason=f"defined by {engine.defined_in}: its interpreter is not run unless named",
+            next_step=f"hangar support {facts.id} --engine {engine.name}",
+            verdict=VERDICTS["unknown"],
+        )
+    return check_engine(facts, engine)
+
+
 def support(
-    ref: str, engines: list[str] | None = None, *, cwd: Path | None = None
+    ref: str, engines: list[str] | None = None, *, cwd: Path | None = None, platform: str = "cuda"
 ) -> SupportReport:
-    """Check ``ref`` against the named engines (default: every registered engine)."""
-    facts = model_facts(ref)
+    """Check ``ref`` against the named engines (default: every registered engine); images
+    are recommended for ``platform`` (cuda, or cpu/xpu/rocm/tpu)."""
+    facts = model_facts(ref, platform)
     reg = registry.load(cwd)
-    chosen = [reg.get(n) for n in engines] if engines else list(reg.all().values())
-    results = tuple(check_engine(facts, e) for e in chosen)
+    if engines:
+        results = tuple(check_engine(facts, reg.get(n)) for n in engines)
+    else:
+        results = tuple(_check_listed(facts, reg, e) for e in reg.all().values())
     best = next((r.engine for r in results if r.recommendation == "stay"), None)
     return SupportReport(
         model=facts.id,

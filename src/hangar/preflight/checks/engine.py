@@ -47,20 +47,32 @@ def _cpu_build_for_gpus(engine: EngineFacts, req: CheckInput, torch: str) -> lis
     ]
 
 
+def _torch_text(engine: EngineFacts) -> str:
+    """Unknown is not "CPU build": an image not read yet, or a venv without torch, says so."""
+    if engine.torch_version is None:
+        return "torch not read"
+    return f"torch {engine.torch_version} (CUDA {engine.torch_cuda or 'none: CPU build'})"
+
+
+def _vllm_text(engine: EngineFacts) -> str:
+    dist = f" ({engine.vllm_distribution})" if engine.vllm_distribution else ""
+    return f"vLLM {engine.vllm_version}{dist}"
+
+
 def check_engine(facts: HostFacts, req: CheckInput) -> list[Finding]:
     engine = facts.engine
     if engine is None:
         return []
     if (unusable := _unusable(engine)) is not None:
         return [unusable]
-    torch = f"torch {engine.torch_version} (CUDA {engine.torch_cuda or 'none: CPU build'})"
+    torch = _torch_text(engine)
     return [
         *_cpu_build_for_gpus(engine, req, torch),
         Finding(
             id="host.engine.version",
             severity="info",
             evidence=f"{engine.python}",
-            message=f"engine has vLLM {engine.vllm_version} ({engine.vllm_distribution}), {torch}",
+            message=f"engine has {_vllm_text(engine)}, {torch}",
         ),
     ]
 
