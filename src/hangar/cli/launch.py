@@ -110,7 +110,7 @@ _WAITING = {
 
 
 def _event_printer(console: Any, status: Any) -> Any:
-    from rich.markup import escape
+    from hangar.cli.terminal import escape
 
     def show(event: Any) -> None:
         console.print(
@@ -133,7 +133,7 @@ def _diagnose(paths: list[Path]) -> str | None:
 
 
 def _show_overrides(console: Any, rendered: Any) -> None:
-    from rich.markup import escape
+    from hangar.cli.terminal import escape
 
     for o in rendered.applied.overrides:
         console.print(
@@ -145,11 +145,17 @@ def _show_overrides(console: Any, rendered: Any) -> None:
         )
 
 
+# The server log's error block is printed unwrapped (console.out), so it can be longer
+# than what rich wraps in good time (terminal.LIMIT).
+_BLOCK_LIMIT = 20_000
+
+
 def _show_failure(console: Any, exc: Any) -> None:
-    from rich.markup import escape
+    from hangar.cli.terminal import clip, escape, printable
 
     if exc.error_block:
         console.print("[bold red]last error in the server log:[/]")
-        console.print(escape(exc.error_block))
+        # server output: its escape sequences shown, never sent to the terminal
+        console.out(printable(clip(exc.error_block, _BLOCK_LIMIT)), highlight=False)
     if exc.diagnosis:
         console.print(f"[bold]diagnosis:[/] {escape(exc.diagnosis)}")
