@@ -89,11 +89,16 @@ def _read_cache(path: Path) -> Inspection | None:
 
 
 def _write_cache(path: Path, result: Inspection) -> None:
+    """Keep ``result`` for next time, if the cache can be written: the cache only saves a
+    re-read, so a read-only (or full) HANGAR_HOME leaves inspect working, uncached."""
     data = {
         "_format": _CACHE_FORMAT,
         **result.model_dump(mode="json", exclude={"cached", "driver"}),
     }
-    paths.atomic_write_text(path, json.dumps(data, indent=1))
+    try:
+        paths.atomic_write_text(path, json.dumps(data, indent=1))
+    except OSError:
+        return
 
 
 def read_installation(

@@ -31,6 +31,14 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
         conn.execute("PRAGMA foreign_keys=ON")
         _migrate_locked(conn, target)
     except (OSError, sqlite3.DatabaseError) as exc:
+        read_only = _read_only_dir(target)
+        if read_only is not None:  # moving the file aside cannot help there
+            raise InputError(
+                f"cannot open Hangar's store: {read_only} is read-only (HANGAR_HOME or the "
+                "state dir must be writable)",
+                source=str(target),
+                hint="set HANGAR_HOME=DIR to a writable directory",
+            ) from exc
         # A file that is not SQLite (or a directory, or no permission) in Hangar's place.
         raise InputError(
             f"cannot open Hangar's store: {exc}",
@@ -38,6 +46,19 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
             hint=f"move {target} aside (Hangar creates a new one), or set HANGAR_HOME",
         ) from exc
     return conn
+
+
+def _read_only_dir(target: Path) -> Path | None:
+    """The store's directory (or its nearest existing parent) when it cannot be written:
+    a read-only mount (even for root) or no write permission."""
+    folder = target.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        mounted_ro = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return None
+    return folder if mounted_ro or not os.access(folder, os.W_OK) else None
 
 
 def _migrate_locked(conn: sqlite3.Connection, target: Path) -> None:
