@@ -30,14 +30,26 @@ from hangar.diagnose.model import Diagnosis
     default=None,
     help="OpenAI-compatible endpoint asked (with a redacted excerpt) when no signature is sure.",
 )
-@click.option("--model", "llm_model", default="default", show_default=True, help="Model for --llm.")
-@click.option("--llm-timeout", default=60.0, show_default=True, help="Seconds to wait for --llm.")
+@click.option("--model", "llm_model", default=None, help="Model for --llm.  [default: default]")
+@click.option(
+    "--llm-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for --llm.",
+)
 def doctor(
-    inputs: tuple[str, ...], as_json: bool, llm_url: str | None, llm_model: str, llm_timeout: float
+    inputs: tuple[str, ...],
+    as_json: bool,
+    llm_url: str | None,
+    llm_model: str | None,
+    llm_timeout: float,
 ) -> int:
     """Read vLLM / Ray / Slurm logs (files, gzip, '-' for stdin, or a run id) and name the root cause."""
     from hangar.diagnose import diagnose_paths
     from hangar.diagnose.runs import resolve
+
+    _check_llm(llm_url, llm_model)
 
     with ExitStack() as stack:
         stdin = _spool_stdin(stack) if "-" in inputs else None
@@ -51,6 +63,22 @@ def doctor(
     return 1 if diagnosis.causes else 0
 
 
+def _check_llm(url: str | None, model: str | None) -> None:
+    """Bad --llm options fail before any log is read, not only once a log needs the model."""
+    from hangar.errors import UsageError
+
+    if url is None:
+        if model is not None:
+            raise UsageError(
+                "--model needs --llm (it names the model the --llm endpoint is asked)",
+                hint="hangar doctor LOG --llm http://127.0.0.1:8000/v1 --model MODEL",
+            )
+        return
+    from hangar.diagnose import llm
+
+    llm.endpoint(url)
+
+
 def _spool_stdin(stack: ExitStack) -> Path:
     """Copy stdin to a private temp file so it can be scanned (and excerpted) like a file."""
     stream: BinaryIO = sys.stdin.buffer
@@ -62,13 +90,13 @@ def _spool_stdin(stack: ExitStack) -> Path:
 
 
 def _ask_llm(
-    paths: list[Path], diagnosis: Diagnosis, url: str | None, model: str, timeout: float
+    paths: list[Path], diagnosis: Diagnosis, url: str | None, model: str | None, timeout: float
 ) -> Any:
     if not url or diagnosis.confident():
         return None
     from hangar.diagnose import llm
 
-    return llm.ask(url, model, llm.redact(llm.excerpt(paths)), timeout=timeout)
+    return llm.ask(url, model or "default", llm.redact(llm.excerpt(paths)), timeout=timeout)
 
 
 def _print_json(diagnosis: Diagnosis, guess: Any) -> None:

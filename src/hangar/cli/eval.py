@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,14 @@ from typing import Any
 import click
 
 from hangar.cli.options import json_option
-from hangar.errors import UsageError
+from hangar.errors import BadValue, UsageError
+
+# A scheme such as ftp:// or file://: TARGET looks like a URL, but only http(s) is served.
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_HTTP = re.compile(r"^https?://", re.IGNORECASE)
+# Server values in the text report (model id, check details) are cut to this many
+# characters: rich wraps in time that grows with the square of the length.
+_CELL_LIMIT = 500
 
 
 def _ints(text: str, option: str) -> list[int]:
@@ -129,10 +137,8 @@ def eval_command(
     from hangar.evaluation import EvalOptions, PerfOptions, parse_suites, resolve_target
     from hangar.evaluation.metrics import parse_slos
 
-    try:
-        slos = parse_slos(goodput)
-    except ValueError as exc:
-        raise UsageError(f"--goodput {exc}") from exc
+    slos = _slos(goodput, parse_slos)
+    _check_url(target)
     if num_requests is not None and num_requests < 1:
         raise UsageError("--num-requests must be ≥ 1")
     perf = PerfOptions(
@@ -163,6 +169,29 @@ def eval_command(
     comparison = _compare(baseline, result, force) if baseline is not None else None
     _render(result, comparison, as_json)
     return 1 if result.failed else 0
+
+
+def _slos(text: str | None, parse: Any) -> dict[str, float]:
+    """--goodput as KEY:MS pairs; any mistake is one line naming the option and its form."""
+    form = "--goodput takes KEY:MS pairs with KEY one of ttft, tpot, e2el and MS > 0"
+    try:
+        slos: dict[str, float] = parse(text)
+    except ValueError as exc:
+        raise UsageError(f"{form}, e.g. ttft:500,tpot:50; got '{text}'") from exc
+    if any(not v > 0 or v == float("inf") for v in slos.values()):
+        raise UsageError(f"{form}, e.g. ttft:500,tpot:50; got '{text}'")
+    return slos
+
+
+def _check_url(target: str) -> None:
+    """A TARGET with a scheme other than http(s) is a malformed URL: a usage error (2),
+    not a run id that was not found (1)."""
+    if _SCHEME.match(target) and not _HTTP.match(target):
+        raise BadValue(
+            f"not a server URL: '{target}' (only http:// and https:// are served)",
+            field="TARGET",
+            hint="hangar eval http://127.0.0.1:8000",
+        )
 
 
 def _baseline(ref: str | None) -> Any:
@@ -228,10 +257,11 @@ def render_result(console: Any, result: Any) -> None:
     from hangar.cli.terminal import escape
 
     # The model id, version and check details come from the server: escaped for the terminal.
+    cut = _CELL_LIMIT
     console.print(
-        f"[bold]{result.id}[/]  target {escape(result.target)}  "
-        f"model {escape(result.snapshot.model or '?')}  "
-        f"vLLM {escape(result.snapshot.engine_version or '?')}"
+        f"[bold]{result.id}[/]  target {escape(result.target, limit=cut)}  "
+        f"model {escape(result.snapshot.model or '?', limit=cut)}  "
+        f"vLLM {escape(result.snapshot.engine_version or '?', limit=cut)}"
     )
     table = Table("suite", "status", "check", "detail", show_lines=False)
     for name, suite in result.suites.items():
@@ -239,8 +269,8 @@ def render_result(console: Any, result: Any) -> None:
             table.add_row(
                 name if i == 0 else "",
                 _styled(suite.status) if i == 0 else "",
-                f"{_styled(check.status)} {escape(check.name)}",
-                escape(check.detail),
+                f"{_styled(check.status)} {escape(check.name, limit=cut)}",
+                escape(check.detail, limit=cut),
             )
     console.print(table)
     perf = result.suites.get("perf")

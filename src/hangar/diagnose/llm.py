@@ -10,12 +10,14 @@ and shown labelled as the model's guess, or as rejected, never as a diagnosis.
 
 from __future__ import annotations
 
+import base64
 import collections
 import getpass
 import json
 import re
 import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from hangar.diagnose import reader
 from hangar.diagnose.knowledge import load
 from hangar.diagnose.model import CAUSES
-from hangar.errors import HangarError
+from hangar.errors import BadValue, HangarError
 
 EXCERPT_LINES = 120
 _PUBLIC_HOSTS = ("huggingface.co", "github.com", "docs.vllm.ai", "pytorch.org", "nvidia.com")
@@ -171,11 +173,55 @@ def excerpt(paths: Iterable[Path], max_lines: int = EXCERPT_LINES) -> str:
     return "\n".join(parts)
 
 
+class Endpoint(BaseModel):
+    """A checked --llm URL: ``url`` without credentials (safe in every message); the
+    credentials, when the URL held any, travel only in the Authorization header."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str
+    authorization: str | None = None
+
+
+def endpoint(url: str) -> Endpoint:
+    """The chat-completions endpoint of ``url``; only http(s) URLs with a host (a file://
+    URL would read a local file as the model's answer). Credentials (``u:pw@``) are taken
+    out of the URL so no message shows them."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        valid = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # a port that is not a number raises here
+    except ValueError:
+        valid = False
+    if not valid:
+        raise BadValue(
+            f"--llm takes an http:// or https:// URL, got '{_without_userinfo(url)}'",
+            field="--llm",
+            hint="hangar doctor LOG --llm http://127.0.0.1:8000/v1 --model MODEL",
+        )
+    netloc = parts.netloc.rpartition("@")[2]
+    path = parts.path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"
+    clean = urllib.parse.urlunsplit((parts.scheme, netloc, path, parts.query, ""))
+    auth = None
+    if parts.username is not None or parts.password is not None:
+        user = urllib.parse.unquote(parts.username or "")
+        secret = urllib.parse.unquote(parts.password or "")
+        auth = "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode("ascii")
+    return Endpoint(url=clean, authorization=auth)
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` with anything before an ``@`` of its authority shown as ``***``."""
+    return re.sub(r"(?<=://)[^/@\s]*@", "***@", url)
+
+
 def ask(url: str, model: str, text: str, timeout: float = 60.0) -> LlmGuess:
     """POST the (already redacted) excerpt to an OpenAI-compatible chat endpoint."""
-    endpoint = url.rstrip("/")
-    if not endpoint.endswith("/chat/completions"):
-        endpoint += "/chat/completions" if endpoint.endswith("/v1") else "/v1/chat/completions"
+    if not timeout > 0:
+        raise BadValue(f"--llm-timeout must be > 0 seconds, got {timeout}", field="--llm-timeout")
+    target = endpoint(url)
     body: dict[str, Any] = {
         "model": model,
         "temperature": 0,
@@ -188,11 +234,11 @@ def ask(url: str, model: str, text: str, timeout: float = 60.0) -> LlmGuess:
             "json_schema": {"name": "hangar_diagnosis", "schema": answer_schema()},
         },
     }
-    answer = _post_schema_or_plain(endpoint, body, timeout)
+    answer = _post_schema_or_plain(target, body, timeout)
     try:
         content = answer["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError) as exc:
-        raise LlmUnavailable(f"{endpoint} answered without choices[0].message.content") from exc
+        raise LlmUnavailable(f"{target.url} answered without choices[0].message.content") from exc
     return validate(str(content or ""), text, model)
 
 
@@ -237,7 +283,7 @@ def _first_line(exc: Exception) -> str:
     return str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
 
 
-def _post_schema_or_plain(endpoint: str, body: dict[str, Any], timeout: float) -> Any:
+def _post_schema_or_plain(endpoint: Endpoint, body: dict[str, Any], timeout: float) -> Any:
     """A server without structured output answers 400 to response_format: ask again without
     it (the answer is validated all the same)."""
     try:
@@ -251,18 +297,18 @@ def _post_schema_or_plain(endpoint: str, body: dict[str, Any], timeout: float) -
     return _post(endpoint, plain, timeout)
 
 
-def _post(endpoint: str, body: dict[str, Any], timeout: float) -> Any:
+def _post(endpoint: Endpoint, body: dict[str, Any], timeout: float) -> Any:
+    headers = {"Content-Type": "application/json"}
+    if endpoint.authorization:
+        headers["Authorization"] = endpoint.authorization
     request = urllib.request.Request(
-        endpoint,
-        data=json.dumps(body).encode("utf-8"),
-        headers={"Content-Type": "application/json"},
-        method="POST",
+        endpoint.url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return json.loads(response.read().decode("utf-8"))
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
         raise LlmUnavailable(
-            f"--llm endpoint {endpoint} failed: {exc}",
+            f"--llm endpoint {endpoint.url} failed: {_without_userinfo(str(exc))}",
             hint="check the URL of the OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)",
         ) from exc
