@@ -48,6 +48,7 @@ BAD_ROWS = [
     {"handle_json": "[1, 2]"},
     {"launcher_json": json.dumps({"pid": True})},
     {"timings_json": "{"},
+    {"handle_json": json.dumps({"job_id": "1 --all"})},
 ]
 
 

@@ -73,9 +73,14 @@ def _check_keys(column: str, data: dict[str, Any], types: dict[str, tuple[type, 
         value = data.get(key)
         if key in data and _bad_value(value, allowed):
             raise ValueError(f"{column}: '{key}' is {value!r}, not {_names(allowed)}")
+    if column != "handle_json":
+        return
     nodes = data.get("nodes") or []
-    if column == "handle_json" and not all(isinstance(n, str) for n in nodes):
+    if not all(isinstance(n, str) for n in nodes):
         raise ValueError(f"{column}: 'nodes' is {nodes!r}, not a list of host names")
+    job = data.get("job_id")
+    if job is not None and not str(job).isdigit():  # what sbatch printed (slurm.parse_job_id)
+        raise ValueError(f"{column}: 'job_id' is {job!r}, not a Slurm job id")
 
 
 def _names(allowed: tuple[type, ...]) -> str:
