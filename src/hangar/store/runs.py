@@ -72,15 +72,21 @@ def _check_keys(column: str, data: dict[str, Any], types: dict[str, tuple[type, 
     for key, allowed in types.items():
         value = data.get(key)
         if key in data and _bad_value(value, allowed):
-            raise ValueError(f"{column}: '{key}' is {value!r}, not {_names(allowed)}")
+            raise ValueError(f"{column}: '{key}' is {_short(value)}, not {_names(allowed)}")
     if column != "handle_json":
         return
     nodes = data.get("nodes") or []
     if not all(isinstance(n, str) for n in nodes):
-        raise ValueError(f"{column}: 'nodes' is {nodes!r}, not a list of host names")
+        raise ValueError(f"{column}: 'nodes' is {_short(nodes)}, not a list of host names")
     job = data.get("job_id")
     if job is not None and not str(job).isdigit():  # what sbatch printed (slurm.parse_job_id)
-        raise ValueError(f"{column}: 'job_id' is {job!r}, not a Slurm job id")
+        raise ValueError(f"{column}: 'job_id' is {_short(job)}, not a Slurm job id")
+
+
+def _short(value: Any) -> str:
+    """An edited value as the message shows it: one line, bounded (it may be anything)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _names(allowed: tuple[type, ...]) -> str:
@@ -223,7 +229,7 @@ def _parse(conn: sqlite3.Connection, row: sqlite3.Row) -> RunRecord | Unreadable
         err = exc.errors()[0]
         if err["loc"]:  # a column's own type (e.g. a status no Hangar writes)
             field = ".".join(str(p) for p in err["loc"])
-            why = f"{err.get('input')!r}: {err['msg']}"
+            why = f"{_short(err.get('input'))}: {err['msg']}"
         else:  # one of the JSON columns (_json_columns says which)
             field, _, why = str(err["msg"]).removeprefix("Value error, ").partition(": ")
         return UnreadableRun(_db_name(conn), str(row["id"]), field, why)
