@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from hangar.cli.options import json_option
+from hangar.cli.terminal import escape, printable
 from hangar.hardware.spec import GpuSpec
 
 _MIB = 2**20
@@ -58,7 +59,9 @@ def detect_command(as_json: bool) -> None:
     for gpu in found:
         total = f"{gpu.memory_total_bytes // _MIB} MiB" if gpu.memory_total_bytes else "n/a"
         cap = ".".join(map(str, gpu.compute_capability))
-        click.echo(f"{gpu.index}: {gpu.name}  {total}  sm_{cap}  driver {gpu.driver_version}")
+        # NVML's strings are outside text: shown, never sent to the terminal as controls
+        line = f"{gpu.index}: {gpu.name}  {total}  sm_{cap}  driver {gpu.driver_version}"
+        click.echo(printable(line, one_line=True))
 
 
 def _spec_json(spec: GpuSpec) -> dict[str, Any]:
@@ -93,7 +96,10 @@ def _row(spec: GpuSpec) -> list[str]:
     ]
     # The NVML name is left to `show` and --json: with it the table cannot fit 80 columns.
     memory = f"{spec.memory_bytes // _MIB}"
-    return [spec.id, memory, cap, spec.generation, _link(spec), _dtypes(spec), " ".join(notes)]
+    # gpus.toml is the user's file, but any file can hold escape sequences: every cell is
+    # escaped (control characters shown as \xNN, rich markup inert)
+    cells = [spec.id, memory, cap, spec.generation, _link(spec), _dtypes(spec), " ".join(notes)]
+    return [escape(cell) for cell in cells]
 
 
 def _print_table(specs: list[GpuSpec]) -> None:
@@ -133,4 +139,4 @@ def _print_details(spec: GpuSpec) -> None:
         ("source", spec.source),
     ]
     for label, value in lines:
-        click.echo(f"{label + ':':<22}{value}")
+        click.echo(f"{label + ':':<22}{printable(value, one_line=True)}")

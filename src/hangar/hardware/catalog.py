@@ -33,6 +33,15 @@ INTERCONNECTS = ("nvlink", "pcie", "xgmi")
 # torch.cuda.get_device_capability() on ROCm is the gfx target's major/minor digits
 # (gfx90a -> 9.0, gfx942 -> 9.4, gfx950 -> 9.5); vLLM's capability checks read that value.
 GFX_CAPABILITY = {"gfx90a": (9, 0), "gfx942": (9, 4), "gfx950": (9, 5)}
+# Ids are typed on command lines and printed in tables: letters, digits, '.', '_', '-'
+# (the packaged ids use letters, digits and '-'), starting with a letter or digit.
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# Device memory of any GPU vLLM runs on, with room to spare: 1 GiB to 4 TiB.
+MEMORY_GIB_RANGE = (1, 4096)
+# CUDA compute capability majors: vLLM needs 7.0 or higher (docs.vllm.ai, GPU installation
+# requirements) and the newest NVIDIA parts are 12.x (the packaged catalog spans V100 7.0 to
+# GB10 12.1); a major outside 7-12 is a typo, not a GPU.
+CAPABILITY_MAJORS = range(7, 13)
 GFX_FP8 = frozenset({"gfx942", "gfx950"})  # FP8 (FNUZ on gfx942, OCP on gfx950)
 GFX_FP4 = frozenset({"gfx950"})  # MXFP4 matrix cores (CDNA4)
 _MAX_CANDIDATES = 8  # keeps the UnknownGpu hint to one readable line
@@ -111,9 +120,17 @@ def merge_user_catalog(packaged: Catalog, path: Path) -> Catalog:
         raise _user_fail(path, "file", f"cannot read ({exc.strerror})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise _user_fail(path, "file", f"invalid TOML ({exc})") from exc
-    if raw.get("schema_version") != SCHEMA_VERSION:
-        got = raw.get("schema_version")
-        raise _user_fail(path, "key 'schema_version'", f"expected {SCHEMA_VERSION}, got {got!r}")
+    if "schema_version" not in raw:
+        raise _user_fail(
+            path, "key 'schema_version'", f"missing: add schema_version = {SCHEMA_VERSION}"
+        )
+    if raw["schema_version"] != SCHEMA_VERSION:
+        got = raw["schema_version"]
+        raise _user_fail(
+            path,
+            "key 'schema_version'",
+            f"expected {SCHEMA_VERSION}, got {got!r}: set schema_version = {SCHEMA_VERSION}",
+        )
     entries = raw.get("gpus")
     if not isinstance(entries, list) or not entries:
         raise _user_fail(path, "key 'gpus'", "must be a non-empty array of [[gpus]] tables")
@@ -130,9 +147,10 @@ def merge_user_catalog(packaged: Catalog, path: Path) -> Catalog:
 def _user_entry(path: Path, index: int, entry: Any) -> GpuSpec:
     if isinstance(entry, dict) and "memory_gib" in entry:
         gib = entry["memory_gib"]
-        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or gib <= 0:
+        low, high = MEMORY_GIB_RANGE
+        if isinstance(gib, bool) or not isinstance(gib, (int, float)) or not low <= gib <= high:
             where = f"{_entry_label(index, entry)}: key 'memory_gib'"
-            raise _user_fail(path, where, "must be a number > 0")
+            raise _user_fail(path, where, f"must be a number from {low} to {high} (GiB)")
         entry = {k: v for k, v in entry.items() if k != "memory_gib"}
         entry["memory_bytes"] = int(gib * 2**30)
     try:
@@ -144,7 +162,11 @@ def _user_entry(path: Path, index: int, entry: Any) -> GpuSpec:
 
 
 def _user_fail(path: Path, where: str, problem: str) -> InputError:
-    return InputError(f"{path}: {where}: {problem}", hint=f"fix {path} (hangar gpus list shows the keys)")
+    # not "hangar gpus list": it reads this same file and fails the same way
+    return InputError(
+        f"{path}: {where}: {problem}",
+        hint=f"fix {path} (keys as in src/hangar/hardware/data/gpus.yaml; memory_gib for memory)",
+    )
 
 
 def custom_gpu(
@@ -196,7 +218,10 @@ def _entries(source: Path, raw: Mapping[str, Any]) -> list[Any]:
 
 def _entry_label(index: int, entry: Any) -> str:
     gpu_id = entry.get("id") if isinstance(entry, dict) else None
-    return f"entry '{gpu_id}'" if isinstance(gpu_id, str) else f"entry #{index + 1}"
+    if not isinstance(gpu_id, str):
+        return f"entry #{index + 1}"
+    # repr shows control characters as \x1b ...: the message never carries them raw
+    return f"entry '{gpu_id}'" if gpu_id.isprintable() else f"entry {gpu_id!r}"
 
 
 def _parse_entry(source: Path, index: int, entry: Any) -> GpuSpec:
@@ -218,10 +243,52 @@ def _check_semantics(source: Path, label: str, spec: GpuSpec) -> None:
         raise _fail(source, f"{label}: key '{key}'", problem)
 
 
+def _printable(text: str) -> bool:
+    return text.isprintable()
+
+
+def _common_problems(spec: GpuSpec) -> list[tuple[str, str]]:
+    """Checks for every vendor: values a terminal shows and ranges no real GPU leaves."""
+    low, high = MEMORY_GIB_RANGE
+    # source may be several lines of prose; it is shown through the terminal sanitizer
+    names = (spec.name, spec.generation, spec.interconnect, *spec.aliases)
+    checks = [
+        (
+            "id",
+            bool(_ID.match(spec.id)),
+            "must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit",
+        ),
+        (
+            "name",
+            all(_printable(n) for n in names),
+            "name, aliases, generation and interconnect must be printable text",
+        ),
+        (
+            "memory_bytes",
+            low * 2**30 <= spec.memory_bytes <= high * 2**30,
+            f"must be from {low} to {high} GiB",
+        ),
+    ]
+    return [(key, problem) for key, ok, problem in checks if not ok]
+
+
 def _semantic_problems(spec: GpuSpec) -> list[tuple[str, str]]:
-    if spec.vendor == "amd":
-        return _amd_problems(spec)
+    common = _common_problems(spec)
+    if common or spec.vendor == "amd":
+        return common or _amd_problems(spec)
     cap = spec.capability_int
+    major, minor = spec.compute_capability
+    if major not in CAPABILITY_MAJORS or not 0 <= minor <= 9:
+        first, last = CAPABILITY_MAJORS[0], CAPABILITY_MAJORS[-1]
+        return [
+            (
+                "compute_capability",
+                (
+                    f"must be [MAJOR, MINOR] with MAJOR {first}-{last} (vLLM's CUDA targets) "
+                    f"and MINOR 0-9, got {list(spec.compute_capability)}"
+                ),
+            )
+        ]
     checks = [
         ("generation", spec.generation in GENERATIONS, f"must be one of {', '.join(GENERATIONS)}"),
         ("interconnect", spec.interconnect in INTERCONNECTS, "must be 'nvlink' or 'pcie'"),
