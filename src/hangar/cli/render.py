@@ -32,7 +32,7 @@ def render(target: str | None, kind: str | None, output: Path | None, **flags: A
     from hangar.preflight.runner import preflight
 
     d = deployment_from_cli(target, kind)
-    report = preflight(d, with_plan=False)
+    report = _with_container_engine(d, preflight(d, with_plan=False))
     if report.engine is None or not report.engine.exists:
         raise HangarError(
             f"engine {d.engine!r} not found, so there is nothing to render",
@@ -45,6 +45,16 @@ def render(target: str | None, kind: str | None, output: Path | None, **flags: A
         return 0
     _write(rendered, output)
     return 0
+
+
+def _with_container_engine(d: Any, report: Any) -> Any:
+    """Render is pure: a container's argv needs no runtime and no local image, so when
+    preflight could not read the image (runtime missing, image absent) its tag stands in."""
+    if report.engine is not None or d.target.kind != "container":
+        return report
+    from hangar.preflight.container import unread_facts
+
+    return report.model_copy(update={"engine": unread_facts(d, d.target.container)})
 
 
 def print_rendered(rendered: Any, main_only: bool = False) -> None:

@@ -17,6 +17,7 @@ from hangar.deploy.schema import ContainerTarget, Deployment, split_bind
 from hangar.engines.errors import InspectFailed
 from hangar.engines.model import Inspection
 from hangar.errors import CommandFailed, HangarError
+from hangar.launch.targets.container_argv import apptainer_image
 from hangar.planning.serve import options_for, serve_flags
 from hangar.preflight.engine import EngineFacts
 from hangar.preflight.findings import Finding
@@ -56,8 +57,9 @@ def runtime_problem(runtime: str, env: dict[str, str]) -> str | None:
 
 def image_present(c: ContainerTarget, image: str) -> bool:
     if c.runtime == "apptainer":
-        # a .sif file or a sandbox directory; docker://... is pulled at exec time
-        return Path(image).exists() if "://" not in image else False
+        # a .sif file or a sandbox directory; a registry reference (docker://...) is pulled
+        # into apptainer's cache at exec time
+        return "://" not in apptainer_image(image) and Path(image).exists()
     from hangar.engines.image import image_present as oci_present
 
     return oci_present(image, c.runtime)
@@ -154,7 +156,7 @@ def _image_findings(c: ContainerTarget, image: str, present: bool) -> list[Findi
                 "image.missing",
                 "error",
                 f'image {image} is not present and pull = "never"',
-                f"{c.runtime} pull {image}" if c.runtime != "apptainer" else "build the .sif",
+                _pull_command(c, image),
             )
         ]
     return [
@@ -163,9 +165,19 @@ def _image_findings(c: ContainerTarget, image: str, present: bool) -> list[Findi
             "warning",
             f"image {image} is not present locally: it is pulled at launch (model images "
             "are often ~10 GB)",
-            f"{c.runtime} pull {image}   (ahead of time)",
+            f"{_pull_command(c, image)}   (ahead of time)",
         )
     ]
+
+
+def _pull_command(c: ContainerTarget, image: str) -> str:
+    if c.runtime != "apptainer":
+        return f"{c.runtime} pull {image}"
+    uri = apptainer_image(image)
+    if "://" not in uri:
+        return f"build {image} (apptainer build {image} docker://REF)"
+    # `apptainer pull <URI>` also fills apptainer's cache, which `exec <URI>` then uses.
+    return f"apptainer pull {uri}"
 
 
 def container_preflight(
@@ -193,12 +205,24 @@ def container_preflight(
         findings.append(
             _finding("runtime", "error", problem, f"install {c.runtime}, or set runtime")
         )
-        return EngineFacts(python=Path(c.python), exists=False), findings
+        # The image was not looked at: its engine is unknown, not missing (the one finding
+        # is container.runtime; host.engine.* would blame an interpreter that is not used).
+        return None, findings
     present = image_present(c, image)
     findings += _image_findings(c, image, present)
     found, more = _inspection(image, c) if present else (None, [])
     findings += more + (flag_findings(d, found) if found else [])
+    if not present and c.pull == "never":
+        return None, findings  # container.image.missing says it; there is no engine to probe
     return _facts(c, present, found, image), findings
+
+
+def unread_facts(d: Deployment, c: ContainerTarget) -> EngineFacts:
+    """What ``render`` (pure) needs when preflight could not look at the image: the
+    image's tag version, nothing read from it."""
+    from hangar.engines.resolve import image_of
+
+    return EngineFacts(python=Path(c.python), exists=True, vllm_version=tag_version(image_of(d)))
 
 
 def tag_version(image: str) -> str | None:
@@ -213,7 +237,7 @@ def _facts(c: ContainerTarget, present: bool, found: Inspection | None, image: s
     version = found.vllm_version if found else (None if present else tag_version(image))
     return EngineFacts(
         python=Path(c.python),
-        exists=present or c.pull == "missing",
+        exists=True,  # present, or pulled at launch (pull = "never" returned no facts)
         vllm_version=version,
         vllm_distribution=found.vllm_distribution if found else None,
         torch_version=found.torch_version if found else None,
