@@ -20,6 +20,22 @@ def deployment_from_cli(target: str | None, kind: str | None) -> Any:
     return with_target_kind(deployment_for(target, given_values()), kind)
 
 
+def _known_gpu(name: str | None) -> None:
+    """An unknown GPU name is a usage error (exit 2), as in ``hangar plan --gpu``; it is
+    refused here, before any check runs, and named as the deployment field or its flag."""
+    from hangar.errors import BadValue, UnknownGpu
+    from hangar.hardware import lookup
+
+    if name is None:
+        return
+    try:
+        lookup(name)
+    except UnknownGpu as exc:
+        raise BadValue(
+            f"unknown GPU '{name}'", field="resources.gpu (or --gpu)", hint=exc.hint
+        ) from exc
+
+
 def findings_json(findings: Sequence[Any]) -> list[dict[str, Any]]:
     return [f.model_dump(mode="json") for f in findings]
 
@@ -47,7 +63,10 @@ def render_findings(findings: Sequence[Any]) -> None:
 @click.command()
 @click.argument("target", required=False)
 @click.option(
-    "--target", "kind", type=click.Choice(["local", "slurm", "container"]), help="Override [target] kind."
+    "--target",
+    "kind",
+    type=click.Choice(["local", "slurm", "container"]),
+    help="Override [target] kind.",
 )
 @param_options("deploy")
 @json_option
@@ -59,6 +78,7 @@ def preflight(target: str | None, kind: str | None, as_json: bool, **flags: Any)
     from hangar.preflight.runner import preflight as run_preflight
 
     d = deployment_from_cli(target, kind)
+    _known_gpu(d.resources.gpu)
     report = run_preflight(d)
     if as_json:
         doc = {

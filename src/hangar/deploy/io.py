@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import errno
+import re
 import sys
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import tomlkit
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT, InlineTable, Table
 
 from hangar.deploy.schema import SCHEMA_VERSION, TARGET_KINDS, Deployment
-from hangar.errors import InputError
+from hangar.errors import BadValue, InputError
 from hangar.paths import atomic_write_text
 
 if sys.version_info >= (3, 11):
@@ -30,7 +34,9 @@ def load_deployment(path: Path) -> Deployment:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=source, hint="hangar init") from exc
+        raise InputError(
+            f"cannot read: {exc.strerror}", source=source, hint=_read_fix(path, exc)
+        ) from exc
     except UnicodeDecodeError as exc:
         raise InputError(
             f"not a text file (byte {exc.start} is not UTF-8)",
@@ -40,8 +46,31 @@ def load_deployment(path: Path) -> Deployment:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"not valid TOML: {exc}", source=source) from exc
+        raise InputError(
+            f"not valid TOML: {exc}",
+            source=source,
+            hint="fix the line shown: every key needs a value (port = 8000), strings in "
+            'quotes (name = "x"), tables as [section]',
+        ) from exc
     return deployment_from_data(data, source=source)
+
+
+def _read_fix(path: Path, exc: OSError) -> str:
+    """The fix for why ``path`` could not be read: a missing file is written by init."""
+    if exc.errno == errno.ENOENT:
+        return "hangar init   (writes ./hangar.toml)"
+    from hangar.models.config import read_fix
+
+    return read_fix(path, exc)
+
+
+# Where a deployment comes from when no file holds it: a usage error there is the
+# command line's (exit 2), not a file's (build_deployment, with_flags, --target KIND).
+CLI_SOURCE = "command-line flags"
+
+
+def _from_command_line(source: str) -> bool:
+    return source.endswith(CLI_SOURCE) or source.startswith("--")
 
 
 def deployment_from_data(data: Mapping[str, Any], *, source: str = "deployment") -> Deployment:
@@ -57,9 +86,13 @@ def deployment_from_data(data: Mapping[str, Any], *, source: str = "deployment")
         return Deployment.model_validate(dict(data))
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(_field_path(first["loc"])) or None
-        raise InputError(
-            validation_message(first["msg"]), source=source, field=field, hint="see docs/deploy.md"
+        parts = _field_path(first["loc"])
+        error = BadValue if _from_command_line(source) else InputError
+        raise error(
+            validation_message(first["msg"]),
+            source=source,
+            field=".".join(parts) or None,
+            hint=field_fix(first["loc"], first["type"]),
         ) from exc
 
 
@@ -74,6 +107,134 @@ def _field_path(loc: tuple[Any, ...]) -> list[str]:
 def validation_message(msg: str) -> str:
     """pydantic's text without its 'Value error, ' prefix (our validators word it fully)."""
     return msg.removeprefix("Value error, ")
+
+
+_DOCS = "see docs/deploy.md"
+
+
+def field_fix(loc: tuple[Any, ...], error_type: str = "") -> str:
+    """The fix for a bad value at pydantic's ``loc``: the field's correct form, read from
+    the schema (its default, an example from its description, or its type), as TOML under
+    its table, so ``target.local.port`` gives ``in [target.local]: port = 8000``."""
+    names = [p for p in _field_path(loc) if not p.isdigit()]  # list indexes: the list's field
+    if not names:
+        return _DOCS
+    table = ".".join(names[:-1])
+    if error_type == "extra_forbidden":
+        where = f"[{table}]" if table else "the top level"
+        return f"remove '{names[-1]}' or fix its spelling: it is not a field of {where} ({_DOCS})"
+    found = _field_info(loc)
+    if found is None:
+        return _DOCS
+    if isinstance(found, FieldInfo) and _models_in(found.annotation):
+        return _table_form(".".join(names), _models_in(found.annotation))
+    form = f"{names[-1]} = {_example(found) if isinstance(found, FieldInfo) else found}"
+    return f"in [{table}]: {form}" if table else form
+
+
+def _table_form(table: str, models: list[type[BaseModel]]) -> str:
+    """A table's form: its kind choices for a tagged union ([target]), else its first
+    required key ([model] with id = ...)."""
+    kinds = [_tag(m) for m in models]
+    if len(models) > 1 and all(kinds):
+        return f"[{table}] with kind = {' or '.join(_toml(k) for k in kinds)}"
+    required = [(n, f) for n, f in models[0].model_fields.items() if f.is_required()]
+    if not required:
+        return f"a [{table}] table ({_DOCS})"
+    name, info = required[0]
+    return f"[{table}] with {name} = {_example(info)}"
+
+
+def _field_info(loc: tuple[Any, ...]) -> FieldInfo | str | None:
+    """The schema field at pydantic's ``loc``; for a key of a table of strings ([env]) the
+    form of its value. A union tag in ``loc`` (target.slurm.slurm) picks the union member."""
+    models: list[type[BaseModel]] = [Deployment]
+    info: FieldInfo | None = None
+    for part in (str(p) for p in loc):
+        tagged = [m for m in models if _tag(m) == part]
+        if len(models) > 1 and tagged:
+            models = tagged
+            continue
+        owner = next((m for m in models if part in m.model_fields), None)
+        if owner is not None:
+            info = owner.model_fields[part]
+            models = _models_in(info.annotation)
+        elif info is not None and get_origin(_plain(info.annotation)) is dict:
+            return '"..."'
+        elif not part.isdigit():
+            return None
+    return info
+
+
+def _tag(model: type[BaseModel]) -> object:
+    kind = model.model_fields.get("kind")
+    return None if kind is None else kind.default
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The models an annotation can hold (through Optional, unions and Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+_EG = re.compile(r"\be\.g\. ([^,;)\s]+)")
+
+
+def _example(info: FieldInfo) -> str:
+    """One valid value as TOML: the default, else an e.g. of the description, else one by
+    the type (a Literal lists its choices)."""
+    kind = _plain(info.annotation)
+    choices = get_args(kind) if get_origin(kind) is Literal else ()
+    if choices:
+        return " or ".join(_toml(c) for c in choices)
+    default = None if info.is_required() else info.get_default(call_default_factory=True)
+    if default is not None and not isinstance(default, BaseModel) and default != ():
+        return _toml(default)
+    found = _EG.search(info.description or "")
+    if found:
+        text = found.group(1).strip("'\"`")
+        return text if kind in (int, float) and _number(text) else _toml(text)
+    return _BY_TYPE.get(kind, '"..."') if isinstance(kind, type) else _by_origin(kind)
+
+
+def _plain(annotation: Any) -> Any:
+    """The annotation without Optional / Annotated wrappers."""
+    while True:
+        if get_origin(annotation) is Annotated:
+            annotation = get_args(annotation)[0]
+            continue
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if get_origin(annotation) in (Union, UnionType) and len(args) == 1:
+            annotation = args[0]
+            continue
+        return annotation
+
+
+def _by_origin(kind: Any) -> str:
+    origin = get_origin(kind)
+    if origin in (tuple, list):
+        return '["..."]'
+    if origin is dict:
+        return '{ NAME = "value" }'
+    return '"..."'
+
+
+_BY_TYPE = {int: "1", float: "0.9", bool: "true", str: '"..."'}
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, tuple):
+        value = list(value)
+    return str(tomlkit.item(value).as_string())
 
 
 def json_schema() -> dict[str, Any]:

@@ -119,7 +119,10 @@ class _Section(BaseModel):
 
 
 class ModelSection(_Section):
-    id: str = Field(min_length=1, description="Hugging Face id (org/name) or a local directory")
+    id: str = Field(
+        min_length=1,
+        description="Hugging Face id (org/name, e.g. Qwen/Qwen3-8B) or a local directory",
+    )
     revision: str | None = Field(None, description="hub revision (branch, tag or commit)")
     served_name: str | None = Field(None, description="name clients use; defaults to the id")
     trust_remote_code: StrictBool = False

@@ -197,25 +197,65 @@ def derive_max_len(cfg: Config, full_cfg: Config) -> tuple[int, str, int, int | 
 
 # torch dtypes a config may declare (transformers writes str(torch.dtype) minus "torch.").
 KNOWN_DTYPES = frozenset(
-    {"float16", "bfloat16", "float32", "float64", "half", "float", "double", "auto",
-     "float8_e4m3fn", "float8_e5m2", "int8", "uint8"}
+    {
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+        "half",
+        "float",
+        "double",
+        "auto",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "int8",
+        "uint8",
+    }
 )
 # Counts that must be >= 1 when present (a 0 or negative value is a broken config, not a model).
 POSITIVE_FIELDS = (
-    "num_hidden_layers", "n_layer", "num_layers", "num_key_value_heads", "num_kv_heads",
-    "intermediate_size", "vocab_size", "max_position_embeddings", "head_dim",
-    "num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+    "num_hidden_layers",
+    "n_layer",
+    "num_layers",
+    "num_key_value_heads",
+    "num_kv_heads",
+    "intermediate_size",
+    "vocab_size",
+    "max_position_embeddings",
+    "head_dim",
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "num_experts_per_tok",
     # read as int(...) by models/layers.py; a period or step of 0 would divide by zero
-    "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-    "attn_layer_period", "expert_layer_period", "full_attention_interval",
-    "interleave_moe_layer_step", "decoder_sparse_step", "original_max_position_embeddings",
-    "linear_conv_kernel_dim", "linear_num_key_heads", "linear_num_value_heads",
-    "linear_key_head_dim", "linear_value_head_dim", "state_size", "conv_kernel", "expand",
-    "mamba_expand", "mamba_d_state", "mamba_d_conv",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "attn_layer_period",
+    "expert_layer_period",
+    "full_attention_interval",
+    "interleave_moe_layer_step",
+    "decoder_sparse_step",
+    "original_max_position_embeddings",
+    "linear_conv_kernel_dim",
+    "linear_num_key_heads",
+    "linear_num_value_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "state_size",
+    "conv_kernel",
+    "expand",
+    "mamba_expand",
+    "mamba_d_state",
+    "mamba_d_conv",
 )
 # Also read as int(...), where 0 is meaningful (an offset, no dense layers, no indexer).
 NON_NEGATIVE_FIELDS = (
-    "attn_layer_offset", "expert_layer_offset", "first_k_dense_replace", "index_head_dim",
+    "attn_layer_offset",
+    "expert_layer_offset",
+    "first_k_dense_replace",
+    "index_head_dim",
 )
 
 
@@ -238,7 +278,9 @@ def _validate_fields(cfg: Config, full: Config, path: str) -> None:
     for field in NON_NEGATIVE_FIELDS:
         if cfg.get(field) is not None and r.integer(field) < 0:
             raise InputError(
-                f"must be 0 or more, got {cfg[field]!r}", source=path, field=field,
+                f"must be 0 or more, got {cfg[field]!r}",
+                source=path,
+                field=field,
                 hint=f"fix '{field}' in {path}",
             )
     attn = cfg.get("attn_config")
@@ -247,7 +289,9 @@ def _validate_fields(cfg: Config, full: Config, path: str) -> None:
         _positive(value, "attn_config.kv_n_heads", path)
     dtype = first(cfg, "torch_dtype", "dtype") or first(full, "torch_dtype", "dtype")
     if dtype is not None and str(dtype).replace("torch.", "") not in KNOWN_DTYPES:
-        field = "torch_dtype" if first(cfg, "torch_dtype") or first(full, "torch_dtype") else "dtype"
+        field = (
+            "torch_dtype" if first(cfg, "torch_dtype") or first(full, "torch_dtype") else "dtype"
+        )
         raise InputError(
             f"unknown dtype {dtype!r}",
             source=path,
@@ -477,7 +521,9 @@ def load_config_file(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
+        raise InputError(
+            f"cannot read: {exc.strerror}", source=str(path), hint=read_fix(path, exc)
+        ) from exc
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -492,5 +538,28 @@ def load_config_file(path: Path) -> dict[str, Any]:
             hint="re-download the file or fix the JSON syntax",
         ) from exc
     if not isinstance(data, dict):
-        raise InputError("top level must be a JSON object", source=str(path))
+        raise InputError(
+            f"top level must be a JSON object, not a {_json_kind(data)}",
+            source=str(path),
+            hint="point Hangar at the model's Hugging Face config.json (it starts with {)",
+        )
     return data
+
+
+def _json_kind(value: Any) -> str:
+    names = {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def read_fix(path: Path, exc: OSError) -> str:
+    """The fix for why ``path`` could not be read, by errno (shared by every reader of a
+    user's file: config.json here, hangar.toml in deploy/io.py)."""
+    import errno
+    import shlex
+
+    shown = shlex.quote(str(path))
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"chmod u+r {shown}   (or run as the file's owner)"
+    if exc.errno == errno.EISDIR:
+        return f"{shown} is a directory: pass the file itself, or the directory that holds it"
+    return f"check that {shown} exists"

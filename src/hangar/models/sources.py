@@ -81,6 +81,12 @@ def _looks_like_path(ref: str) -> bool:
 def from_local(path: Path, overrides: Mapping[str, Any] | None = None) -> ModelSpec:
     directory = path if path.is_dir() else path.parent
     config_path = directory / "config.json" if path.is_dir() else path
+    if path.is_dir() and path.suffix == ".json":  # e.g. m/config.json made a directory
+        raise InputError(
+            "is a directory, not a JSON file",
+            source=str(path),
+            hint=f"pass the model directory ({path.parent}) or a config.json file",
+        )
     if not config_path.is_file():
         raise InputError(
             "no config.json in this directory",
