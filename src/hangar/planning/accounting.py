@@ -203,6 +203,7 @@ def newer_than_known(version: tuple[int, int, int]) -> Finding | None:
         id=NEWER_THAN_KNOWN,
         severity="warning",
         source="plan",
+        phase="frontend",  # the version is the engine's: known before anything starts
         message=(
             f"vLLM {shown} is newer than every release Hangar's rules and memory "
             f"accounting were read from (newest: {known}); the {known} rules are applied, "
