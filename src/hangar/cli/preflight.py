@@ -20,20 +20,14 @@ def deployment_from_cli(target: str | None, kind: str | None) -> Any:
     return with_target_kind(deployment_for(target, given_values()), kind)
 
 
-def _known_gpu(name: str | None) -> None:
-    """An unknown GPU name is a usage error (exit 2), as in ``hangar plan --gpu``; it is
-    refused here, before any check runs, and named as the deployment field or its flag."""
-    from hangar.errors import BadValue, UnknownGpu
+def _known_gpu(name: object) -> None:
+    """``--gpu NAME`` that names no GPU is a usage error (exit 2), as in ``hangar plan``;
+    refused before any check runs. (A file's unknown resources.gpu stays the file's
+    input error, exit 1, named by the preflight runner.)"""
     from hangar.hardware import lookup
 
-    if name is None:
-        return
-    try:
-        lookup(name)
-    except UnknownGpu as exc:
-        raise BadValue(
-            f"unknown GPU '{name}'", field="resources.gpu (or --gpu)", hint=exc.hint
-        ) from exc
+    if isinstance(name, str):
+        lookup(name)  # UnknownGpu: field --gpu, the known names as the fix
 
 
 def findings_json(findings: Sequence[Any]) -> list[dict[str, Any]]:
@@ -78,7 +72,7 @@ def preflight(target: str | None, kind: str | None, as_json: bool, **flags: Any)
     from hangar.preflight.runner import preflight as run_preflight
 
     d = deployment_from_cli(target, kind)
-    _known_gpu(d.resources.gpu)
+    _known_gpu(given_values().get("gpu"))
     report = run_preflight(d)
     if as_json:
         doc = {

@@ -17,7 +17,7 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT, InlineTable, Table
 
 from hangar.deploy.schema import SCHEMA_VERSION, TARGET_KINDS, Deployment
-from hangar.errors import BadValue, InputError
+from hangar.errors import InputError
 from hangar.paths import atomic_write_text
 
 if sys.version_info >= (3, 11):
@@ -64,15 +64,6 @@ def _read_fix(path: Path, exc: OSError) -> str:
     return read_fix(path, exc)
 
 
-# Where a deployment comes from when no file holds it: a usage error there is the
-# command line's (exit 2), not a file's (build_deployment, with_flags, --target KIND).
-CLI_SOURCE = "command-line flags"
-
-
-def _from_command_line(source: str) -> bool:
-    return source.endswith(CLI_SOURCE) or source.startswith("--")
-
-
 def deployment_from_data(data: Mapping[str, Any], *, source: str = "deployment") -> Deployment:
     version = data.get("version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION:
@@ -87,8 +78,7 @@ def deployment_from_data(data: Mapping[str, Any], *, source: str = "deployment")
     except ValidationError as exc:
         first = exc.errors()[0]
         parts = _field_path(first["loc"])
-        error = BadValue if _from_command_line(source) else InputError
-        raise error(
+        raise InputError(
             validation_message(first["msg"]),
             source=source,
             field=".".join(parts) or None,
