@@ -17,6 +17,7 @@ STAGES: dict[str, int] = {
     "errors": 0,
     "paths": 0,
     "proc": 0,
+    "text": 0,
     "models": 1,
     "hardware": 1,
     "deploy": 1,

@@ -56,6 +56,23 @@ def runtime_cmd(runtime: str, args: list[str], timeout: float = _TIMEOUT) -> str
         raise
 
 
+def apptainer_image(image: str) -> str:
+    """The image argument apptainer reads: a bare argument is a local path (a .sif file or a
+    sandbox directory), a registry reference needs its URI scheme. ``vllm/vllm-openai:v1``
+    becomes ``docker://vllm/vllm-openai:v1``; a URI (docker://, oras://, library://,
+    shub://, https://, docker-daemon://, oci-archive://, ...: apptainer's "Supported URIs",
+    https://apptainer.org/docs/user/main/cli/apptainer_pull.html) or a path stays."""
+    if "://" in image or _is_path(image):
+        return image
+    return f"docker://{image}"
+
+
+def _is_path(image: str) -> bool:
+    # Registry references never start with '/', '.' or '~' and never end in .sif; an
+    # existing file or directory of that name is what apptainer would open.
+    return image.startswith(("/", ".", "~")) or image.endswith(".sif") or Path(image).exists()
+
+
 def image_id(ref: str, runtime: str = "podman") -> str:
     """The local image's ID; InspectFailed when it is not present here."""
     if runtime == "apptainer":
@@ -64,7 +81,7 @@ def image_id(ref: str, runtime: str = "podman") -> str:
                 ref,
                 "not a local SIF file (a docker:// or library:// reference is pulled by "
                 "apptainer at exec time, and read only once it is a file)",
-                hint=f"apptainer pull vllm.sif {ref}   (then register the .sif path)",
+                hint=f"apptainer pull vllm.sif {apptainer_image(ref)}   (then register the .sif path)",
             )
         return sif.root_partition(Path(ref)).digest
     try:

@@ -35,6 +35,7 @@ from hangar.engines.errors import EngineNotFound, ProjectEngineReadOnly
 from hangar.engines.model import Engine, HistoryEntry
 from hangar.engines.tomlio import dumps, read_toml
 from hangar.errors import InputError
+from hangar.text import clip, printable
 
 SCHEMA_VERSION = 1
 PROJECT_FILE = "hangar-engines.toml"
@@ -126,8 +127,6 @@ def _warn(message: str) -> None:
     if message in _warned:
         return
     _warned.add(message)
-    from hangar.cli.terminal import clip, printable
-
     print(f"warning: {printable(clip(message), one_line=True)}", file=sys.stderr)
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from hangar.deploy.schema import ContainerTarget, Deployment, split_bind
 from hangar.engines.errors import InspectFailed
+from hangar.engines.image import apptainer_image
 from hangar.engines.model import Inspection
 from hangar.errors import CommandFailed, HangarError
-from hangar.launch.targets.container_argv import apptainer_image
 from hangar.planning.serve import options_for, serve_flags
 from hangar.preflight.engine import EngineFacts
 from hangar.preflight.findings import Finding

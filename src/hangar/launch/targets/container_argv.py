@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from hangar.deploy.schema import split_bind
+from hangar.engines.image import apptainer_image
 from hangar.errors import HangarError, InputError
 
 Runtime = Literal["podman", "docker", "apptainer"]
@@ -228,23 +229,6 @@ def apptainer_prefix(spec: ContainerSpec) -> tuple[str, ...]:
     # --env is a key=value map split on ',': values with a comma go through the env file.
     argv += _env_args(apptainer_env_args(spec.env), "--env")
     return (*argv, "--env-file", spec.env_file, *spec.extra_args, apptainer_image(spec.image))
-
-
-def apptainer_image(image: str) -> str:
-    """The image argument apptainer reads: a bare argument is a local path (a .sif file or a
-    sandbox directory), a registry reference needs its URI scheme. ``vllm/vllm-openai:v1``
-    becomes ``docker://vllm/vllm-openai:v1``; a URI (docker://, oras://, library://,
-    shub://, https://, docker-daemon://, oci-archive://, ...: apptainer's "Supported URIs",
-    https://apptainer.org/docs/user/main/cli/apptainer_pull.html) or a path stays."""
-    if "://" in image or _is_path(image):
-        return image
-    return f"docker://{image}"
-
-
-def _is_path(image: str) -> bool:
-    # Registry references never start with '/', '.' or '~' and never end in .sif; an
-    # existing file or directory of that name is what apptainer would open.
-    return image.startswith(("/", ".", "~")) or image.endswith(".sif") or Path(image).exists()
 
 
 def apptainer_env_args(env: Mapping[str, str]) -> dict[str, str]:
