@@ -93,3 +93,16 @@ def test_history_of_an_unknown_engine_and_a_bad_name(capsys: pytest.CaptureFixtu
     assert code == 1 and "no engine named 'nope'" in err
     code, _, err = _run(capsys, "engines", "add", "bad name", "--image", "vllm/vllm-openai:v1")
     assert code == 2 and "not a valid engine name" in err
+
+
+def test_the_dashboard_never_runs_a_project_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hangar.web import data
+
+    monkeypatch.chdir(tmp_path)
+    trap, marker = _trap(tmp_path)
+    _project_file(trap, "cloned")
+    rows = {row["name"]: row for row in data.engines()}
+    assert "not run unless named" in rows["cloned"]["inspection"]["error"]
+    assert not marker.exists()

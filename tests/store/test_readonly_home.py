@@ -73,3 +73,14 @@ def test_read_only_home(hangar_home: Path, tmp_path: Path) -> None:
     assert status.returncode == 1 and "Traceback" not in status.stderr
     assert "is read-only" in status.stderr and "set HANGAR_HOME=" in status.stderr
     assert "aside" not in status.stderr
+
+
+def test_read_only_config_dir_names_the_fix(hangar_home: Path, tmp_path: Path) -> None:
+    reason = _unshare_works()
+    if reason:
+        pytest.skip(reason)
+    python = _venv_with_vllm(tmp_path / "venv")
+    added = _read_only(hangar_home, "engines", "add", "ro2", "--python", str(python))
+    assert added.returncode == 1 and "Traceback" not in added.stderr, added.stderr
+    assert "cannot lock the engine registry" in added.stderr
+    assert "set HANGAR_HOME=DIR" in added.stderr

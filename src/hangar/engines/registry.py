@@ -243,8 +243,15 @@ def locked() -> Iterator[None]:
             _held["depth"] -= 1
         return
     lock_file = paths.config_dir() / ".engines.lock"
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        lock_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise InputError(
+            f"cannot lock the engine registry: {exc.strerror}",
+            source=str(lock_file),
+            hint="set HANGAR_HOME=DIR to a writable directory (the config dir is read-only)",
+        ) from exc
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         _held["depth"] = 1

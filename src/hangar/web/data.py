@@ -222,6 +222,17 @@ def _host() -> Any:
     return driver.host_driver()
 
 
+def _inspection_of(reg: Any, name: str, engine: Any) -> dict[str, Any]:
+    """A project file's interpreter is never run unasked (docs/engines.md): the dashboard
+    started inside a cloned repository must not execute what that repository names."""
+    from hangar.engines import registry
+
+    if reg.is_project(name) and registry.runs_interpreter(engine):
+        where = engine.defined_in or registry.PROJECT_FILE
+        return {"error": f"defined by {where}: not run unless named (hangar engines inspect {name})"}
+    return _inspection(engine)
+
+
 def _inspection(engine: Any) -> dict[str, Any]:
     from hangar.engines.inventory import inspect_engine
 
@@ -251,7 +262,7 @@ def engines() -> list[dict[str, Any]]:
             "vllm_version": e.vllm_version, "notes": e.notes,
             "source": redact.tree(e.source.model_dump(mode="json")) if e.source else None,
             "rollback_to": e.previous.model_dump(mode="json") if e.previous else None,
-            "inspection": _inspection(e), "deployments": users_of(name),
+            "inspection": _inspection_of(reg, name, e), "deployments": users_of(name),
             "workarounds": _engine_workarounds(e.vllm_version),
             "history": [redact.tree(h.model_dump(mode="json")) for h in reg.history_for(name)],
         }
