@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hangar.engines import support
 from hangar.preflight.checks import CheckInput
 from hangar.preflight.checks.engine import check_engine
@@ -49,3 +51,18 @@ def test_torch_not_read_is_not_a_cpu_build() -> None:
         python=Path("python3"), exists=True, vllm_version="0.33.0", torch_version="2.9.0+cpu"
     )
     assert _version_message(cpu)[1].endswith("torch 2.9.0+cpu (CUDA none: CPU build)")
+
+
+def test_support_platform_flag_reaches_the_image_choice(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from hangar.cli.main import main
+    from hangar.engines import manage
+
+    manage.add_image("old", "vllm/vllm-openai:v0.8.5")
+    capsys.readouterr()
+    assert main(["support", "Qwen/Qwen3-8B", "--platform", "cpu", "--json"]) in (0, 1)
+    assert "vllm/vllm-openai-cpu:latest-x86_64" in json.dumps(json.loads(capsys.readouterr().out))
+    assert main(["support", "Qwen/Qwen3-8B", "--json"]) in (0, 1)
+    assert "openai-cpu" not in capsys.readouterr().out
+    assert main(["support", "Qwen/Qwen3-8B", "--platform", "gpu"]) == 2  # not a platform

@@ -7,6 +7,7 @@ import json
 import click
 
 from hangar.cli.options import json_option
+from hangar.engines.support import PLATFORMS
 
 
 def _mark(value: bool | None) -> str:
@@ -22,8 +23,15 @@ def _mark(value: bool | None) -> str:
     metavar="NAME",
     help="Check only this engine (repeatable; default: every registered engine).",
 )
+@click.option(
+    "--platform",
+    type=click.Choice(PLATFORMS),
+    default="cuda",
+    show_default=True,
+    help="Recommend only images built for this platform (vLLM publishes one image per platform).",
+)
 @json_option(help="Print JSON instead of a table.")
-def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
+def support(model: str, engine_names: tuple[str, ...], platform: str, as_json: bool) -> None:
     """Can each engine run MODEL (a directory, catalog id or hub id), and if not: a nightly
     or newer venv (A), the image the card names (B) or a source build, with the reasons:
     architectures, and every parser, flag, version and install the card's commands name."""
@@ -33,7 +41,7 @@ def support(model: str, engine_names: tuple[str, ...], as_json: bool) -> None:
     # One short probe before anything asks the hub for the model card: when it fails the
     # process goes offline, instead of huggingface_hub retrying for ~24 s per file.
     unreachable = None if expand_user(model).exists() else hub_unreachable()
-    report = check(model, list(engine_names) or None)
+    report = check(model, list(engine_names) or None, platform=platform)
     if unreachable and unreachable != OFFLINE_BY_USER:
         click.echo(
             f"note: Hugging Face hub not reachable ({unreachable}); model card not fetched",

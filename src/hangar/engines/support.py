@@ -128,7 +128,8 @@ def merged_asks(from_card: card.CardAsks, from_meta: card.CardAsks) -> card.Card
 # vLLM publishes one image per platform: vllm/vllm-openai (CUDA) beside vllm-openai-cpu,
 # -xpu, -rocm, -tpu; AMD's are also under rocm/. A recipe's "Intel Xeon 6" section names
 # the -cpu one, which cannot use a GPU.
-_PLATFORM_IMAGE = re.compile(r"(?:^|[-_/:.])(cpu|xpu|rocm|tpu|hpu|neuron)(?=$|[-_/:.])")
+PLATFORMS = ("cuda", "cpu", "xpu", "rocm", "tpu", "hpu", "neuron")
+_PLATFORM_IMAGE = re.compile(rf"(?:^|[-_/:.])({'|'.join(PLATFORMS[1:])})(?=$|[-_/:.])")
 
 
 def image_platform(image: str) -> str:
