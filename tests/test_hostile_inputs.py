@@ -147,7 +147,7 @@ def test_layout_flags_that_do_not_fit_are_one_line(tmp_path: Path) -> None:
     then and must still write nothing."""
     expect_error(
         hangar("preflight", "Qwen/Qwen3-8B", "--gpu", "H100", "--tp", "4"),
-        1,
+        2,
         "command-line flags: parallel layout needs 4 GPUs",
     )
     out = tmp_path / "hangar.toml"
@@ -163,7 +163,7 @@ def test_layout_flags_that_do_not_fit_are_one_line(tmp_path: Path) -> None:
         "-o",
         str(out),
     )
-    err = expect_error(proc, 1, "parallel layout needs 4 GPUs")
+    err = expect_error(proc, 2, "parallel layout needs 4 GPUs")
     assert "Value error" not in err
     assert not out.exists()
 
@@ -274,7 +274,7 @@ def test_engines_add_refuses_hostile_image_and_names(tmp_path: Path, hangar_home
     for image in (f"bad image $(touch {marker})", "reg/[/]:x", "x;rm -rf /", "vllm\n"):
         expect_error(hangar("engines", "add", "img", "--image", image), 1, "field '--image'")
     expect_error(
-        hangar("engines", "add", "stable\n", "--python", sys.executable), 1, "field 'NAME'"
+        hangar("engines", "add", "stable\n", "--python", sys.executable), 2, "field 'NAME'"
     )
     assert not marker.exists()
     assert not (hangar_home / "config" / "engines.toml").exists()

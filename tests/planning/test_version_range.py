@@ -34,3 +34,21 @@ def test_a_known_version_gets_none(text: str) -> None:
 def test_a_version_older_than_the_rules_is_still_refused() -> None:
     with pytest.raises(UsageError, match="unknown version range"):
         check_supported_version("0.5.0", VllmVersion.parse("0.5.0"))
+
+
+def test_plan_warns_when_the_version_is_newer_than_its_rules(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from hangar.cli.main import main
+
+    assert main(["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--gpus", "1",
+                 "--vllm-version", "99.0", "--json"]) == 0
+    layouts = json.loads(capsys.readouterr().out)["layouts"]
+    ids = {f["id"] for f in layouts[0]["findings"]}
+    assert "vllm_version_newer_than_rules" in ids
+    assert main(["plan", "Qwen/Qwen3-8B", "--gpu", "H100", "--gpus", "1",
+                 "--vllm-version", "0.33.1", "--json"]) == 0
+    layouts = json.loads(capsys.readouterr().out)["layouts"]
+    assert "vllm_version_newer_than_rules" not in {f["id"] for f in layouts[0]["findings"]}

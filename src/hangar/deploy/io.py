@@ -17,7 +17,7 @@ from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import AoT, InlineTable, Table
 
 from hangar.deploy.schema import SCHEMA_VERSION, TARGET_KINDS, Deployment
-from hangar.errors import InputError
+from hangar.errors import BadValue, InputError
 from hangar.paths import atomic_write_text
 
 if sys.version_info >= (3, 11):
@@ -78,7 +78,9 @@ def deployment_from_data(data: Mapping[str, Any], *, source: str = "deployment")
     except ValidationError as exc:
         first = exc.errors()[0]
         parts = _field_path(first["loc"])
-        raise InputError(
+        # values from the command line are a usage error (exit 2), a file's an input error
+        error = BadValue if source.endswith("command-line flags") or source.startswith("--") else InputError
+        raise error(
             validation_message(first["msg"]),
             source=source,
             field=".".join(parts) or None,

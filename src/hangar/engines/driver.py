@@ -12,6 +12,7 @@ import functools
 import re
 
 from hangar.engines.model import DriverCompat, DriverInfo
+from hangar.hardware.detect import nvml_text
 
 
 def _cuda_string(encoded: int) -> str:
@@ -30,7 +31,7 @@ def _probe_nvml() -> DriverInfo:
         driver = pynvml.nvmlSystemGetDriverVersion()
         cuda = _cuda_string(pynvml.nvmlSystemGetCudaDriverVersion_v2())
         handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        names = tuple(str(pynvml.nvmlDeviceGetName(h)) for h in handles)
+        names = tuple(nvml_text(pynvml.nvmlDeviceGetName(h)) for h in handles)
         caps = tuple("{}.{}".format(*pynvml.nvmlDeviceGetCudaComputeCapability(h)) for h in handles)
     except pynvml.NVMLError as exc:
         return DriverInfo(found=False, reason=f"NVML query failed ({exc})")
@@ -38,7 +39,7 @@ def _probe_nvml() -> DriverInfo:
         pynvml.nvmlShutdown()
     return DriverInfo(
         found=True,
-        driver_version=str(driver),
+        driver_version=nvml_text(driver),
         cuda_version=cuda,
         gpus=names,
         compute_capabilities=caps,

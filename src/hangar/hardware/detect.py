@@ -197,8 +197,8 @@ def _nothing_visible_reason(cuda_visible: str | None) -> str:
 
 def _read_visible(nvml: Any, visible: VisibleDevices) -> list[DetectedGpu]:
     count = nvml.nvmlDeviceGetCount()
-    uuids = [_text(nvml.nvmlDeviceGetUUID(_handle(nvml, i))) for i in range(count)]
-    driver = _text(nvml.nvmlSystemGetDriverVersion())
+    uuids = [nvml_text(nvml.nvmlDeviceGetUUID(_handle(nvml, i))) for i in range(count)]
+    driver = nvml_text(nvml.nvmlSystemGetDriverVersion())
     picked = select_visible(visible, uuids)
     return [
         _read_device(nvml, physical, ordinal, driver) for ordinal, physical in enumerate(picked)
@@ -216,8 +216,8 @@ def _read_device(nvml: Any, nvml_index: int, ordinal: int, driver: str) -> Detec
     return DetectedGpu(
         index=ordinal,
         nvml_index=nvml_index,
-        uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
-        name=_text(nvml.nvmlDeviceGetName(handle)),
+        uuid=nvml_text(nvml.nvmlDeviceGetUUID(handle)),
+        name=nvml_text(nvml.nvmlDeviceGetName(handle)),
         memory_total_bytes=getattr(memory, "total", None),
         memory_used_bytes=getattr(memory, "used", None),
         memory_free_bytes=getattr(memory, "free", None),
@@ -246,7 +246,7 @@ def _optional(nvml: Any, read: Any) -> Any:
         return None
 
 
-def _text(value: str | bytes) -> str:
+def nvml_text(value: str | bytes) -> str:
     # nvidia-ml-py < 11.5 returned bytes; newer versions return str.
     return value.decode() if isinstance(value, bytes) else value
 

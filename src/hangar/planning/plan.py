@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from hangar.hardware.spec import Hardware
 from hangar.models.spec import ModelSpec
-from hangar.planning.accounting import check_supported_version
+from hangar.planning.accounting import check_supported_version, newer_than_known
 from hangar.planning.facts import build_facts
 from hangar.planning.findings import Finding
 from hangar.planning.memory import (
@@ -270,7 +270,7 @@ def check_layout(
     memory = memory_for(model, layout, _memory_inputs(hw, s, version))
     settings = _settings_facts(s, request, version)
     facts = build_facts(model, hw, layout, request, memory, settings, version)
-    findings = tuple(rules.evaluate(facts, version))
+    findings = (*rules.evaluate(facts, version), *filter(None, [newer_than_known(version)]))
     return LayoutPlan(
         tp=layout.tp,
         pp=layout.pp,
