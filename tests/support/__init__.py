@@ -17,6 +17,12 @@ vllm_env
     in about 50 s and holds about 3.1 GB RSS; TP=2 needs
     ``VLLM_CPU_OMP_THREADS_BIND="0|1" VLLM_CPU_NUM_OF_RESERVED_CPU=0``.
 
+plan_argv
+    ``plan_differences(plan_argv, ran_argv, site=None) -> list[str]``: every way a
+    rank's argv differs from the plan's per-node command, apart from the three cited
+    allowed differences (entry point, API-server address/name, the mp backend flag);
+    ``site`` names flags a site sets on purpose (e.g. ``{"--master-port": "31103"}``).
+
 tiny_model
     ``build_tiny_model(dest, kind="llama", overrides=None) -> Path``: copies a tiny
     random model (weights, config, locally trained BPE tokenizer with ChatML chat
