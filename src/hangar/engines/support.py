@@ -309,17 +309,7 @@ def check_engine(facts: ModelFacts, engine: Engine) -> EngineSupport:
     try:
         found = inventory.inspect_engine(engine)
     except HangarError as exc:
-        return EngineSupport(
-            engine=engine.name,
-            kind=engine.kind,
-            vllm_version=engine.vllm_version,
-            architecture_supported=None,
-            model_type_known=None,
-            parsers={k: ParserCheck(name=v, present=None) for k, v in facts.parsers.items()},
-            recommendation="unknown",
-            reason=exc.message,
-            verdict=VERDICTS["unknown"],
-        )
+        return _unknown(facts, engine, exc.message)
     present = {"tool_call_parser": found.tool_parsers, "reasoning_parser": found.reasoning_parsers}
     parsers = {k: ParserCheck(name=v, present=v in present[k]) for k, v in facts.parsers.items()}
     arch = architecture_support(facts, found)
@@ -344,19 +334,25 @@ def _check_listed(facts: ModelFacts, reg: registry.Registry, engine: Engine) -> 
     """One engine of "every engine": a project-file interpreter is not run unless named
     (a cloned repository's ./hangar-engines.toml must not run code on `hangar support`)."""
     if reg.is_project(engine.name) and registry.runs_interpreter(engine):
-        return EngineSupport(
-            engine=engine.name,
-            kind=engine.kind,
-            vllm_version=engine.vllm_version,
-            architecture_supported=None,
-            model_type_known=None,
-            parsers={k: ParserCheck(name=v, present=None) for k, v in facts.parsers.items()},
-            recommendation="unknown",
-            reason=f"defined by {engine.defined_in}: its interpreter is not run unless named",
-            next_step=f"hangar support {facts.id} --engine {engine.name}",
-            verdict=VERDICTS["unknown"],
-        )
+        why = f"defined by {engine.defined_in}: its interpreter is not run unless named"
+        return _unknown(facts, engine, why, f"hangar support {facts.id} --engine {engine.name}")
     return check_engine(facts, engine)
+
+
+def _unknown(facts: ModelFacts, engine: Engine, reason: str, step: str | None = None) -> EngineSupport:
+    """An engine that was not inspected: nothing about it is known but why."""
+    return EngineSupport(
+        engine=engine.name,
+        kind=engine.kind,
+        vllm_version=engine.vllm_version,
+        architecture_supported=None,
+        model_type_known=None,
+        parsers={k: ParserCheck(name=v, present=None) for k, v in facts.parsers.items()},
+        recommendation="unknown",
+        reason=reason,
+        next_step=step,
+        verdict=VERDICTS["unknown"],
+    )
 
 
 def support(
