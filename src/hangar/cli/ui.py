@@ -30,7 +30,8 @@ def ui(host: str, port: int, token: str | None, open_browser: bool) -> None:
 
     if not is_loopback(host) and not token:
         raise UsageError(
-            f"--host {host} is reachable from other machines and needs a token",
+            f"--host {host} is reachable from other machines and needs a token "
+            "(env HANGAR_UI_TOKEN, or --token)",
             hint=_TOKEN_HINT.format(host=host),
         )
     settings = UiSettings(host=host, port=port, token=token)
