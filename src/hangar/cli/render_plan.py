@@ -81,13 +81,13 @@ def _findings(console: Console, lay: LayoutPlan, title: str) -> None:
         console.print(f"          fix:    {escape(f.fix)}", highlight=False, soft_wrap=True)
 
 
-def _launch(out: Console, lay: LayoutPlan) -> None:
+def _launch(out: Console, lay: LayoutPlan, whose: str = "") -> None:
     nodes = lay.multi_node
     if nodes is None:
-        out.print("\n[bold]Launch:[/bold] " + escape(shlex.join(lay.serve_args)),
+        out.print(f"\n[bold]Launch{whose}:[/bold] " + escape(shlex.join(lay.serve_args)),
                   highlight=False, soft_wrap=True)
         return
-    out.print(f"\n[bold]Launch on {max(c.node_rank for c in nodes.ray) + 1} nodes[/bold] "
+    out.print(f"\n[bold]Launch{whose} on {max(c.node_rank for c in nodes.ray) + 1} nodes[/bold] "
               f"(recommended: {nodes.recommended}; {escape(nodes.why)})", highlight=False)
     for mode, commands in (("mp", nodes.mp), ("ray", nodes.ray)):
         if not commands:
@@ -118,11 +118,16 @@ def render_plan(p: Plan, show_all: bool = False, console: Console | None = None)
         if rec.valid and not p.request.layout_requested:
             out.print(f"\n[bold]Why ★ {_layout_name(rec)}:[/bold] "
                       + escape(recommendation_reason(rec, p.hardware)), highlight=False)
+        # After a rejected requested layout, these figures and the command are the
+        # recommended layout's: say so, or they read as the requested one's.
+        instead = p.request.layout_requested and rec is not target
+        whose = f" (recommended instead: {_layout_name(rec)})" if instead else ""
         total_tokens = rec.memory.kv_cache_tokens * rec.dp
         if rec.dp > 1:
-            out.print(f"Deployment total: {total_tokens:,} KV tokens, "
+            gap = "\n" if instead else ""
+            out.print(f"{gap}Deployment total{whose}: {total_tokens:,} KV tokens, "
                       f"{rec.memory.max_concurrency * rec.dp:.2f} max-length requests "
                       f"({rec.dp} engines)", highlight=False)
-        _launch(out, rec)
+        _launch(out, rec, whose)
     else:
         out.print("\n[red]No layout of these GPUs can serve this model with these settings; apply a fix above.[/red]")
