@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Sequence
+from pathlib import Path
 
 # Facts a crash log should carry when they are known (the engine a command drove, ...):
 # set by the stage that learns them, read only by the CLI's crash log.
@@ -30,6 +31,19 @@ CRASH_CONTEXT: dict[str, str] = {}
 
 def remember_for_crash_log(key: str, value: str) -> None:
     CRASH_CONTEXT[key] = value
+
+
+def crash_log_dir() -> Path:
+    """``state/crash``, private (0700): a crash log holds argv, paths and context that other
+    users must not list or read (the files themselves are written 0600)."""
+    from hangar.paths import crash_dir
+
+    folder = crash_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # mkdir's mode is masked by the umask and ignored for a dir that exists (made 0755 by
+    # an older Hangar): set it explicitly
+    folder.chmod(0o700)
+    return folder
 
 
 class Interrupted(KeyboardInterrupt):
