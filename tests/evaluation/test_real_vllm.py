@@ -257,3 +257,24 @@ def test_fidelity_against_vllm_bench_serve(vllm_server: RealServer, tmp_path: Pa
         if abs(ours - theirs) > tol * theirs
     }
     assert not off, f"hangar perf vs vllm bench serve, one pass: {off}"
+
+
+def test_doctor_llm_against_the_real_tiny_model(
+    vllm_server: RealServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 11 item 4: the tiny model's random output reaches the doctor's validation and
+    is rejected cleanly (never shown as a diagnosis); a log no signature knows stays
+    without a cause."""
+    from hangar.cli.main import main
+    from hangar.diagnose import CAUSES
+
+    log = tmp_path / "odd.log"
+    log.write_text("frobnicator: widget 7 misaligned\nsomething odd happened\n")
+    code = main(["doctor", "--json", "--llm", f"{vllm_server.url}/v1", "--model", SERVED_NAME,
+                 "--llm-timeout", "120", str(log)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["causes"] == []
+    guess = out["llm_guess"]
+    assert guess["valid"] is False or guess["cause"] in (*CAUSES, "unknown")
+    if not guess["valid"]:
+        assert guess["label"].startswith("model's answer rejected: "), guess
