@@ -38,6 +38,7 @@ def test_internal_error_writes_a_crash_log_and_names_it(tmp_path: Path) -> None:
     assert len(logs) == 1
     assert f"crash log: {logs[0]}" in lines[0] and "internal error: RuntimeError" in lines[0]
     assert stat.S_IMODE(logs[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE(logs[0].parent.stat().st_mode) == 0o700  # others cannot list them
     text = logs[0].read_text()
     for needle in ("hangar: ", "python: ", "os: ", "### command", "Traceback", "RuntimeError"):
         assert needle in text, text

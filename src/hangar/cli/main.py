@@ -233,10 +233,11 @@ def _test_only_internal_error() -> None:
 def write_crash_log(args: list[str], exc: BaseException) -> Path | None:
     """Versions, the masked argv and the traceback of an internal error, written atomically
     under the state dir (as pre-commit writes pre-commit.log); None if it cannot be written."""
-    from hangar.paths import atomic_write_text, crash_dir
+    from hangar.errors import crash_log_dir
+    from hangar.paths import atomic_write_text
 
     try:
-        path = crash_dir() / f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        path = crash_log_dir() / f"crash-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
         atomic_write_text(path, _crash_text(args, exc), mode=0o600)
     except Exception:  # noqa: BLE001  the crash log must never hide the error itself
         return None

@@ -9,8 +9,6 @@ from typing import Any
 
 import click
 
-# The token travels in the environment, never in argv (where `ps` shows it to every user).
-_TOKEN_HINT = 'HANGAR_UI_TOKEN="$(openssl rand -hex 16)" hangar ui --host {host}'
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -24,18 +22,11 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 @click.option("--open", "open_browser", is_flag=True, help="Open the dashboard in a browser.")
 def ui(host: str, port: int, token: str | None, open_browser: bool) -> None:
     """Serve the dashboard until Ctrl-C; the same data as JSON under /api/."""
-    from hangar.errors import UsageError
-    from hangar.web.security import UiSettings, check_bind, is_loopback
+    from hangar.web.security import UiSettings, check_bind
     from hangar.web.server import url_for
 
-    if not is_loopback(host) and not token:
-        raise UsageError(
-            f"--host {host} is reachable from other machines and needs a token "
-            "(env HANGAR_UI_TOKEN, or --token)",
-            hint=_TOKEN_HINT.format(host=host),
-        )
-    settings = UiSettings(host=host, port=port, token=token)
     check_bind(host, token)
+    settings = UiSettings(host=host, port=port, token=token)
     click.echo(f"Hangar dashboard: {url_for(settings, with_token=True)}", err=True)
     _serve_until_signal(settings, open_browser)
 

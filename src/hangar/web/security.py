@@ -56,15 +56,22 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+# The token travels in the environment, never in argv (where `ps` shows it to every user).
+TOKEN_HINT = 'HANGAR_UI_TOKEN="$(openssl rand -hex 16)" hangar ui --host {host}'
+
+
 def check_bind(host: str, token: str | None) -> None:
     """Refuse a non-loopback bind without a token (anyone on the network could stop runs)."""
     if not is_loopback(host) and not token:
         raise UsageError(
-            f"--host {host} is reachable from other machines and needs a token",
-            hint=f"hangar ui --host {host} --token \"$(openssl rand -hex 16)\"",
+            f"--host {host} is reachable from other machines and needs a token "
+            "(env HANGAR_UI_TOKEN, or --token)",
+            hint=TOKEN_HINT.format(host=host),
         )
     if token is not None and len(token) < 8:
-        raise UsageError("--token is too short (at least 8 characters)", hint="openssl rand -hex 16")
+        raise UsageError(
+            "the token is too short (at least 8 characters)", hint=TOKEN_HINT.format(host=host)
+        )
 
 
 def _same(a: str | None, b: str) -> bool:
