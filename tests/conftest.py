@@ -74,11 +74,15 @@ class _Guard:
     def allowed(self, path: str) -> bool:
         if "__pycache__" in path or os.path.basename(path).startswith(".coverage"):
             return True
-        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in self.roots):
-            return True
-        return path.startswith(str(REPO) + "/") and path[len(str(REPO)) + 1 :].startswith(
-            _BUILD_OUTPUTS
-        )
+        inside = [r for r in self.roots if path == r or path.startswith(r.rstrip("/") + "/")]
+        repo = str(REPO)
+        if path == repo or path.startswith(repo + "/"):
+            # the checkout is never a tmp dir, even when it lives under one (a CI clone in
+            # /tmp): only build outputs, and roots allowed inside it (golden files on request)
+            return path[len(repo) + 1 :].startswith(_BUILD_OUTPUTS) or any(
+                r.startswith(repo + "/") for r in inside
+            )
+        return bool(inside)
 
     def take(self) -> list[str]:
         with self.lock:

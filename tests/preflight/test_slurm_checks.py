@@ -86,8 +86,9 @@ def deployment(slurm_section: dict[str, object] | None = None, **top: object) ->
 def engine(
     tmp_path: Path, vllm: str = "0.20.0", cpu: bool = False, under: Path | None = None
 ) -> EngineFacts:
-    """An engine whose interpreter exists; on this checkout's disk unless ``under``."""
-    python = Path(sys.executable)
+    """An engine whose interpreter exists, outside any node-local prefix unless ``under``:
+    the base interpreter, not the venv's link (a checkout under /tmp would put that there)."""
+    python = Path(sys.executable).resolve()
     if under is not None:
         python = under / "venv" / "bin" / "python"
         python.parent.mkdir(parents=True, exist_ok=True)

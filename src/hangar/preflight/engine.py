@@ -33,6 +33,9 @@ class EngineFacts(BaseModel):
     torch_cuda: str | None = None
     flashinfer_version: str | None = None
     flashinfer_prebuilt: bool = False
+    # False for a container image whose files were not read here (an enroot URI, a sandbox
+    # or SIF not readable on this host): its vLLM is unknown, not absent
+    inspected: bool = True
 
     @property
     def cpu_build(self) -> bool:

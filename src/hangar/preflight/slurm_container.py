@@ -208,4 +208,5 @@ def slurm_container_engine(d: Deployment) -> EngineFacts | None:
         vllm_distribution=found.vllm_distribution if found else "vllm",
         torch_version=found.torch_version if found else None,
         torch_cuda=found.torch_cuda if found else None,
+        inspected=found is not None,
     )

@@ -63,6 +63,15 @@ def check_engine(facts: HostFacts, req: CheckInput) -> list[Finding]:
     engine = facts.engine
     if engine is None:
         return []
+    if not engine.inspected:
+        return [
+            Finding(
+                id="host.engine.version",
+                severity="info",
+                evidence=str(engine.python),
+                message="the image's vLLM was not read on this host, so its version is not checked",
+            )
+        ]
     if (unusable := _unusable(engine)) is not None:
         return [unusable]
     torch = _torch_text(engine)
