@@ -52,7 +52,14 @@ _EVENTS: dict[str, tuple[tuple[int, int | None], ...]] = {
 }
 # Events that act on a symlink's target; the others (unlink, rename, ...) on the link.
 _FOLLOWS = frozenset({"open", "os.truncate", "os.chmod", "os.chown", "os.utime", "sqlite3.connect"})
-_BUILD_OUTPUTS = (".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache")
+# pytest's cache is written through a "pytest-cache-files-*" dir renamed into .pytest_cache
+_BUILD_OUTPUTS = (
+    ".pytest_cache",
+    "pytest-cache-files-",
+    ".hypothesis",
+    ".mypy_cache",
+    ".ruff_cache",
+)
 
 
 class WriteOutsideTmp(PermissionError):
