@@ -75,17 +75,32 @@ def terminate(
     if not pids:
         return 0, False
     _signal_group(pgid, pids, signal.SIGTERM)
+    signalled = set(pids)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         _reap_children()
-        if not run_processes(run_id, pgid):
-            return len(pids), False
+        now = run_processes(run_id, pgid)
+        # a worker forked while the signal was on its way carries the marker too: signal it
+        late = [pid for pid in now if pid not in signalled]
+        if late:
+            _signal_group(None, late, signal.SIGTERM)
+            signalled.update(late)
+        if not now and _settled(run_id, pgid, poll_s):
+            return len(signalled), False
         time.sleep(poll_s)
     left = run_processes(run_id, pgid)
     if left:
         _signal_group(pgid, left, signal.SIGKILL)
         _wait_gone(run_id, pgid)
-    return len(pids), bool(left)
+    return len(signalled | set(left)), bool(left)
+
+
+def _settled(run_id: str, pgid: int | None, poll_s: float) -> bool:
+    """Still none after one more poll: a child forked by a dying server can show up in
+    /proc a moment after its parent is gone."""
+    time.sleep(poll_s)
+    _reap_children()
+    return not run_processes(run_id, pgid)
 
 
 def _wait_gone(run_id: str, pgid: int | None, timeout_s: float = 10.0) -> None:
