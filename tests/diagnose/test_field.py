@@ -52,6 +52,9 @@ def test_posthoc_set_is_disjoint_from_every_other_corpus() -> None:
 
 def test_every_cause_has_a_real_excerpt_somewhere() -> None:
     seen = {c.cause for c in load_cases(FIXTURES / "logs")} | {c.cause for c in load_cases(FIELD)}
+    seen |= {c.cause for c in load_cases(FIXTURES / "logs_heldout")}
+    for split in ("dev", "heldout"):  # field set 2: its held-out split is in-sample since stop 16
+        seen |= {c.cause for c in load_cases(FIXTURES / "logs_field2" / split)}
     assert set(CAUSES) <= seen
 
 

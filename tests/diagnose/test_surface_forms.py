@@ -23,7 +23,7 @@ CASES = [
     ),
     (
         "RuntimeError: Failed to find C compiler. Please specify via CC environment variable.",
-        "other",
+        "flashinfer_jit_nvcc",
     ),
     (
         "ptxas /tmp/x.ptx, line 12; error   : Feature '.m16n8k16' requires .target sm_80 or higher",
@@ -36,7 +36,7 @@ CASES = [
         ),
         "unsupported_architecture",
     ),
-    ("OSError: [Errno 24] Too many open files: '/tmp/tmpabc'", "other"),
+    ("OSError: [Errno 24] Too many open files: '/tmp/tmpabc'", "ulimit_nofile"),
     (
         (
             "thread '<unnamed>' panicked at library/std/src/thread/mod.rs:1: failed to spawn thread: "
@@ -95,7 +95,7 @@ CASES = [
             "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Error 802: "
             "system not yet initialized"
         ),
-        "other",
+        "fabric_manager",
     ),
     (
         "ValueError: Tokenizer class FooTokenizer does not exist or is not currently imported.",

@@ -38,6 +38,11 @@ CauseId = Literal[
     "slurm_time_limit",
     "slurm_resources",
     "slurm_auth",
+    "hf_access",
+    "extension_abi_mismatch",
+    "bad_cli_flag",
+    "ulimit_nofile",
+    "fabric_manager",
     "other",
 ]
 
