@@ -17,9 +17,10 @@ import yaml
 
 from hangar.diagnose import reader
 from hangar.diagnose.knowledge import KnowledgeBase
+from hangar.diagnose.model import UNKNOWN
 from hangar.diagnose.scan import Scanner
 
-UNKNOWN = "unknown"
+__all__ = ["UNKNOWN", "Case", "Score", "load_cases", "ranked_causes", "score"]
 
 
 @dataclass(frozen=True)

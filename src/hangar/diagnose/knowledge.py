@@ -19,10 +19,12 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from hangar.diagnose.model import Signature, SignatureFile
+from hangar.diagnose.model import CAUSES, UNKNOWN, CauseEntry, CauseFile, Signature, SignatureFile
 from hangar.errors import DataError
 
 MIN_ANCHOR = 6
+# The cause table lives next to the signature files but is not one of them.
+CAUSES_FILE = "causes.yaml"
 # libyaml's safe loader when PyYAML was built with it: the pure-Python one took most of
 # `hangar doctor`'s start-up (about 0.25 s of 0.3 s for the knowledge base).
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -183,7 +185,10 @@ def build(files: Iterable[tuple[str, str]]) -> KnowledgeBase:
 
 def _packaged_files() -> list[tuple[str, str]]:
     root = resources.files("hangar.diagnose") / "data"
-    entries = sorted((e for e in root.iterdir() if e.name.endswith(".yaml")), key=lambda e: e.name)
+    entries = sorted(
+        (e for e in root.iterdir() if e.name.endswith(".yaml") and e.name != CAUSES_FILE),
+        key=lambda e: e.name,
+    )
     return [(f"hangar/diagnose/data/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
 
 
@@ -195,5 +200,60 @@ def load() -> KnowledgeBase:
 
 def load_dir(directory: Path) -> KnowledgeBase:
     """A knowledge base from another directory of YAML files (tests, site extensions)."""
-    files = sorted(directory.glob("*.yaml"))
+    files = sorted(p for p in directory.glob("*.yaml") if p.name != CAUSES_FILE)
     return build((str(path), path.read_text(encoding="utf-8")) for path in files)
+
+
+def parse_causes(name: str, text: str) -> dict[str, CauseEntry]:
+    """The cause table, checked: one entry per cause id of the taxonomy plus 'unknown'."""
+    raw: Any = yaml.load(text, Loader=_LOADER)
+    if not isinstance(raw, dict) or raw.get("schema_version") != 1:
+        found = raw.get("schema_version") if isinstance(raw, dict) else None
+        raise DataError(f"{name}: key 'schema_version' must be 1 (found {found!r})")
+    try:
+        table = CauseFile.model_validate(raw)
+    except ValidationError as exc:
+        raise DataError(f"{name}: {_describe_cause(raw, exc)}") from exc
+    entries: dict[str, CauseEntry] = {}
+    for entry in table.causes:
+        if entry.id in entries:
+            raise DataError(f"{name}: cause '{entry.id}' is listed twice (keep one entry)")
+        entries[entry.id] = entry
+    _check_coverage(name, entries)
+    return entries
+
+
+def _describe_cause(raw: dict[str, Any], exc: ValidationError) -> str:
+    loc = list(exc.errors()[0]["loc"])
+    msg = exc.errors()[0]["msg"]
+    if len(loc) >= 2 and loc[0] == "causes" and isinstance(loc[1], int):
+        entries = raw.get("causes") or []
+        entry = entries[loc[1]] if loc[1] < len(entries) else None
+        cause_id = entry.get("id", f"#{loc[1]}") if isinstance(entry, dict) else f"#{loc[1]}"
+        key = ".".join(str(part) for part in loc[2:]) or "(entry)"
+        return f"cause '{cause_id}', key '{key}': {msg}"
+    return f"key '{'.'.join(str(p) for p in loc)}': {msg}"
+
+
+def _check_coverage(name: str, entries: dict[str, CauseEntry]) -> None:
+    wanted = {*CAUSES, UNKNOWN}
+    missing = sorted(wanted - set(entries))
+    if missing:
+        raise DataError(
+            f"{name}: no entry for cause(s) {', '.join(missing)} "
+            "(add one per CauseId of hangar/diagnose/model.py)"
+        )
+    extra = sorted(set(entries) - wanted)
+    if extra:
+        raise DataError(
+            f"{name}: cause(s) {', '.join(extra)} are not in the taxonomy "
+            "(add them to CauseId in hangar/diagnose/model.py, or remove the entries)"
+        )
+
+
+@lru_cache(maxsize=1)
+def causes() -> dict[str, CauseEntry]:
+    """The packaged cause table, taxonomy order ('unknown' last)."""
+    root = resources.files("hangar.diagnose") / "data" / CAUSES_FILE
+    table = parse_causes(f"hangar/diagnose/data/{CAUSES_FILE}", root.read_text(encoding="utf-8"))
+    return {cause: table[cause] for cause in (*CAUSES, UNKNOWN)}

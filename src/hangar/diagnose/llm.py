@@ -26,8 +26,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hangar.diagnose import reader
-from hangar.diagnose.knowledge import load
-from hangar.diagnose.model import CAUSES
+from hangar.diagnose.knowledge import causes
+from hangar.diagnose.model import UNKNOWN
 from hangar.errors import BadValue, HangarError
 
 EXCERPT_LINES = 120
@@ -40,7 +40,6 @@ _SYSTEM = (
     "commands). Answer only with a JSON object: "
     '{"cause": ..., "confidence": 0..1, "evidence": [...], "fix": "..."}.\nTaxonomy:\n'
 )
-UNKNOWN = "unknown"
 MAX_EVIDENCE = 5
 
 # Order matters: secrets first (they can contain dots and digits), then addresses and names.
@@ -95,13 +94,8 @@ class _Answer(BaseModel):
 
 
 def taxonomy() -> dict[str, str]:
-    """Cause id -> one line (the title of its first signature); 'unknown' last."""
-    titles: dict[str, str] = {}
-    for sig in load().signatures:
-        titles.setdefault(sig.cause, sig.title)
-    ordered = {cause: titles.get(cause, cause) for cause in CAUSES}
-    ordered[UNKNOWN] = "the excerpt does not show the cause"
-    return ordered
+    """Cause id -> its title in the cause table (data/causes.yaml); 'unknown' last."""
+    return {cause: entry.title for cause, entry in causes().items()}
 
 
 def answer_schema() -> dict[str, Any]:
@@ -119,7 +113,10 @@ def answer_schema() -> dict[str, Any]:
 
 
 def _system_prompt() -> str:
-    return _SYSTEM + "\n".join(f"- {cause}: {title}" for cause, title in taxonomy().items())
+    """The taxonomy as the cause table defines it: id, title, then the one-paragraph meaning
+    (the definitions say which root cause a misleading surface message belongs to)."""
+    rows = (f"- {cause}: {e.title}. {e.definition}" for cause, e in causes().items())
+    return _SYSTEM + "\n".join(rows)
 
 
 def redact(text: str, extra_names: Iterable[str] = ()) -> str:

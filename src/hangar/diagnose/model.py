@@ -1,4 +1,10 @@
-"""Values of the diagnosis: the signature schema (as packaged data) and the result."""
+"""Values of the diagnosis: the signature schema (as packaged data), the cause table and the
+result.
+
+Schema notes for signature writers: ``Signature`` is unchanged (no field added). The cause table
+(``data/causes.yaml``, ``CauseEntry``) holds each cause's title, definition and default fix;
+``Cause.title`` is the signature's title, ``Cause.cause_title`` the table's.
+"""
 
 from __future__ import annotations
 
@@ -47,6 +53,8 @@ CauseId = Literal[
 ]
 
 CAUSES: tuple[str, ...] = CauseId.__args__  # type: ignore[attr-defined]
+# The answer that names no cause (a healthy or unrelated log); in the cause table, not a CauseId.
+UNKNOWN = "unknown"
 
 
 class Signature(BaseModel):
@@ -99,6 +107,26 @@ class SignatureFile(BaseModel):
     signatures: tuple[Signature, ...]
 
 
+class CauseEntry(BaseModel):
+    """One row of the cause table: what the cause id means and its default fix."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    title: str = Field(min_length=1)
+    definition: str = Field(min_length=20)
+    fix: str = Field(min_length=10, description="names a flag, an env var or a command")
+
+
+class CauseFile(BaseModel):
+    """``data/causes.yaml``: a version key first, then one entry per cause."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1]
+    causes: tuple[CauseEntry, ...]
+
+
 class Evidence(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -123,6 +151,7 @@ class Cause(BaseModel):
     fix: str
     evidence: tuple[Evidence, ...]
     title: str = Field(default="", exclude=True)
+    cause_title: str = Field(default="", exclude=True, description="the cause table's title")
     preflight_rule: str | None = Field(default=None, exclude=True)
     repeats: int = Field(default=1, exclude=True, description="duplicate lines folded (ranks)")
 

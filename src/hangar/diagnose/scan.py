@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from hangar.diagnose import buffers, reader
-from hangar.diagnose.knowledge import KnowledgeBase, Pattern
+from hangar.diagnose.knowledge import KnowledgeBase, Pattern, causes
 from hangar.diagnose.model import Cause, Diagnosis, Evidence, Signature
 from hangar.diagnose.prefilter import ACRS, LineSelector, selectors
 
@@ -355,6 +355,7 @@ def _finding(score: float, f: _Fired) -> Cause:
         fix="\n".join(f.sig.fix),
         evidence=f.evidence,
         title=f.sig.title,
+        cause_title=causes()[f.sig.cause].title,
         preflight_rule=f.sig.preflight_rule,
         repeats=f.repeats,
     )
