@@ -26,6 +26,7 @@ from hangar.models.nas import NasLayers, nas_layers
 from hangar.models.params import loaded_params, weight_bytes
 from hangar.models.quant import parse_quant
 from hangar.models.spec import ModelSpec
+from hangar.models.tying import tie_word_embeddings
 
 # vllm/transformers_utils/config.py:56 CONFIG_FIELD_ALIASES["total_num_kv_heads"] (0.33), in order;
 # vLLM falls back to num_attention_heads.
@@ -438,9 +439,7 @@ def parse_config(
         "head_dim": head_dim,
         "v_head_dim": int(cfg.get("v_head_dim") or head_dim),
         "vocab_size": r.integer("vocab_size", "padded_vocab_size", "n_vocab", default=32000),
-        "tie_word_embeddings": bool(
-            full.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False))
-        ),
+        "tie_word_embeddings": tie_word_embeddings(cfg, full),
         "max_position_embeddings": r.opt_int("max_position_embeddings", "n_positions"),
         "derived_max_len": derived,
         "derived_max_len_key": key,
