@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ from support.slurm_cluster import SlurmCluster
 from support.slurm_plugin import slurm_cluster  # noqa: F401  the session's one cluster
 
 from hangar.launch.runs import open_store
+from hangar.launch.targets.local import identity
 from hangar.store import runs as store
 
 from .conftest import make_fake_engine
@@ -105,4 +108,61 @@ def test_detach_returns_while_queued_and_stop_cancels_the_job(
         [*cmd, "stop", run.id], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert stopped.returncode == 0 and f"job {job} cancelled" in stopped.stdout, stopped
+    wait_gone(slurm_cluster, job)
+
+
+def test_a_job_whose_id_was_never_recorded_is_found_and_cleaned(
+    slurm_cluster: SlurmCluster,  # noqa: F811
+    tmp_path: Path,
+    model_dir: Path,
+) -> None:
+    """kill -9 of the launcher between sbatch and recording the job id: the record has no
+    handle, yet `hangar status` finds the job by its working directory (the run dir) and
+    shows it orphaned, and `hangar clean` cancels exactly that job."""
+    engine = make_fake_engine(tmp_path / "engine")
+    path = fake_deployment(
+        slurm_cluster,
+        tmp_path,
+        engine,
+        model_dir,
+        partition=slurm_cluster.limited_partition,
+        multinode="mp",
+        queue_timeout_s=600,
+    )
+    rewrite(path, resources={"nodes": 2})  # stays pending: the job cannot start by itself
+    env = {**os.environ, **slurm_cluster.env}
+    cmd = [sys.executable, "-m", "hangar"]
+    launched = subprocess.run(
+        [*cmd, "launch", str(path), "--force", "--detach"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert launched.returncode == 0, launched.stderr
+    run = store.list_runs(open_store())[0]
+    job = int(run.handle["job_id"])
+    dead = subprocess.Popen(["sleep", "30"])
+    launcher = identity(dead.pid)
+    dead.kill()
+    dead.wait()
+    store.update_run(
+        open_store(),
+        run.id,
+        status="starting",
+        handle_json="{}",
+        launcher_json=json.dumps({**launcher, "host": socket.gethostname()}),
+    )
+    status = subprocess.run(
+        [*cmd, "status", "--json"], env=env, capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    assert '"orphaned"' in status.stdout, status.stdout
+    cleaned = subprocess.run(
+        [*cmd, "clean"], env=env, capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert cleaned.returncode == 0, cleaned.stderr
     wait_gone(slurm_cluster, job)

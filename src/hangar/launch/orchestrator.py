@@ -634,10 +634,18 @@ def run_logs(run: store.RunRecord) -> list[Path]:
 
 
 def handle_of(run: store.RunRecord) -> dict[str, Any]:
-    """The run's recorded handle; for a local run with none (its launcher was killed between
-    starting the server and recording it), the run id, which the server carries as its
-    marker, so it can still be found and stopped."""
-    return run.handle or ({"run_id": run.id} if run.target == "local" else {})
+    """The run's recorded handle. With none (its launcher was killed between starting the
+    server and recording it): for a local run the run id, which the server carries as its
+    marker; for a Slurm run the job found by its working directory (the run dir)."""
+    if run.handle:
+        return run.handle
+    if run.target == "local":
+        return {"run_id": run.id}
+    if run.target == "slurm" and run.live and run.run_dir:
+        from hangar.launch.targets.slurm import find_job
+
+        return find_job(run.id, Path(run.run_dir)) or {}
+    return {}
 
 
 def observe(run: store.RunRecord) -> Observed:

@@ -77,6 +77,21 @@ def parse_job_id(stdout: str) -> str:
     return job_id
 
 
+def find_job(run_id: str, run_dir: Path) -> dict[str, Any] | None:
+    """The handle of this user's queued or running job whose working directory is the run
+    dir (sbatch --chdir): a launcher killed between sbatch and recording the job id left a
+    job only this finds, so `hangar status` shows it and `hangar clean` cancels it by id."""
+    try:
+        out = slurm(["squeue", "--me", "-h", "-o", "%i|%Z"], check=False)
+    except (SlurmNotInstalled, CommandFailed):
+        return None
+    for line in out.splitlines():
+        job_id, _, work_dir = line.strip().partition("|")
+        if job_id.isdigit() and work_dir and Path(work_dir) == run_dir:
+            return {"run_id": run_id, "job_id": job_id, "nodes": [], "head": None}
+    return None
+
+
 def _sbatch_error(exc: CommandFailed) -> str:
     lines = [ln.strip() for ln in (exc.stderr or exc.stdout).splitlines() if ln.strip()]
     errors = [ln for ln in lines if "error" in ln.lower()] or lines or [str(exc)]
