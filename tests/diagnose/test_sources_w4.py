@@ -1,0 +1,189 @@
+"""Surface forms of the memory, driver/platform, fabric-manager, Slurm and stage causes, written
+from the emitting sources (file and version in each signature's `sources`): every log below is
+the source's format string with its variables filled in, not a line copied from a report.
+Near misses are lines that share words with a signature but must not name that cause."""
+
+from __future__ import annotations
+
+import pytest
+
+from hangar.diagnose import diagnose_text
+
+# torch >= 2.2 c10/cuda/CUDACachingAllocator.cpp, one process on the GPU (NVML lists itself).
+OOM_ONE_PROCESS = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+    "capacity of 23.58 GiB of which 11.06 MiB is free. Process 4242 has 23.56 GiB memory in use. "
+    "Of the allocated memory 17.91 GiB is allocated by PyTorch, and 5.21 GiB is reserved by "
+    "PyTorch but unallocated."
+)
+V1_PREFIX = "(EngineCore_DP0 pid=4242) ERROR 05-10 15:51:07 [core.py:708] "
+
+
+def _frame(path: str, line: int, func: str) -> str:
+    # CPython Lib/traceback.py frame line, behind vLLM's process/log prefix.
+    return f'{V1_PREFIX}  File "/usr/lib/python3.12/site-packages/{path}", line {line}, in {func}'
+
+
+def _oom_in(*frames: tuple[str, int, str]) -> str:
+    lines = [f"{V1_PREFIX}Traceback (most recent call last):"]
+    lines += [_frame(*f) for f in frames]
+    return "\n".join(lines + [V1_PREFIX + OOM_ONE_PROCESS]) + "\n"
+
+
+CASES = [
+    # --- oom_weights: the OOM is raised in weight loading -------------------------------
+    (
+        _oom_in(
+            ("vllm/v1/worker/gpu_model_runner.py", 1764, "load_model"),
+            ("vllm/model_executor/model_loader/default_loader.py", 269, "load_weights"),
+            ("vllm/model_executor/layers/linear.py", 1183, "weight_loader"),
+        ),
+        "oom_weights",
+    ),
+    (
+        _oom_in(
+            ("vllm/model_executor/model_loader/utils.py", 88, "process_weights_after_loading"),
+            (
+                "vllm/model_executor/layers/quantization/fp8.py",
+                420,
+                "process_weights_after_loading",
+            ),
+        ),
+        "oom_weights",
+    ),
+    (
+        # torch 2.1 spells it "capacty" and names this process; PyTorch holds the whole GPU.
+        (
+            "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 384.00 MiB. GPU 0 "
+            "has a total capacty of 79.33 GiB of which 351.81 MiB is free. Including non-PyTorch "
+            "memory, this process has 78.97 GiB memory in use. Of the allocated memory 78.33 GiB "
+            "is allocated by PyTorch, and 12.11 MiB is reserved by PyTorch but unallocated."
+        ),
+        "oom_weights",
+    ),
+    (
+        # torch <= 2.0 wording, HIP build figures the same way
+        (
+            "torch.cuda.OutOfMemoryError: HIP out of memory. Tried to allocate 224.00 MiB (GPU 0; "
+            "191.98 GiB total capacity; 191.02 GiB already allocated; 98.00 MiB free; 191.50 GiB "
+            "reserved in total by PyTorch)"
+        ),
+        "oom_weights",
+    ),
+    (
+        (
+            "INFO 05-10 15:50:01 [core.py:58] Initializing a V1 LLM engine (v0.8.5) with config: "
+            "model='/models/big'\n"
+            "INFO 05-10 15:50:09 [gpu_model_runner.py:1329] Starting to load model /models/big...\n"
+            f"{V1_PREFIX}{OOM_ONE_PROCESS}\n"
+        ),
+        "oom_weights",
+    ),
+    # --- gpu_memory_utilization: the weights were in, a later stage ran out --------------
+    (
+        _oom_in(
+            ("vllm/v1/worker/gpu_worker.py", 205, "determine_available_memory"),
+            ("vllm/v1/worker/gpu_model_runner.py", 1902, "profile_run"),
+            ("vllm/v1/worker/gpu_model_runner.py", 1700, "_dummy_run"),
+            ("vllm/model_executor/models/llama.py", 361, "forward"),
+        ),
+        "gpu_memory_utilization",
+    ),
+    (
+        (
+            "INFO 05-10 15:51:20 [gpu_model_runner.py:1347] Model loading took 14.9926 GiB and "
+            "5.101 seconds\n"
+            "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  40%|####      | 27/67\n"
+            f"{V1_PREFIX}{OOM_ONE_PROCESS}\n"
+        ),
+        "gpu_memory_utilization",
+    ),
+    (
+        # torch >= 2.6: the private-pool clause says CUDA graphs hold memory
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a "
+            "total capacity of 79.19 GiB of which 1.06 GiB is free. Including non-PyTorch memory, "
+            "this process has 78.11 GiB memory in use. Of the allocated memory 76.80 GiB is "
+            "allocated by PyTorch, with 3.12 GiB allocated in private pools (e.g., CUDA Graphs), "
+            "and 120.00 MiB is reserved by PyTorch but unallocated."
+        ),
+        "gpu_memory_utilization",
+    ),
+    (
+        "INFO 05-10 15:52:01 [gpu_worker.py:227] Available KV cache memory: -2.31 GiB\n",
+        "gpu_memory_utilization",
+    ),
+    (
+        (
+            "INFO 11-02 10:01:02 worker.py:232] Memory profiling takes 4.10 seconds\n"
+            "INFO 11-02 10:01:02 worker.py:232] the current vLLM instance can use total_gpu_memory "
+            "(15.77GiB) x gpu_memory_utilization (0.90) = 14.19GiB\n"
+            "INFO 11-02 10:01:02 worker.py:232] model weights take 14.99GiB; non_torch_memory takes "
+            "0.11GiB; PyTorch activation peak memory takes 1.20GiB; the rest of the memory reserved "
+            "for KV Cache is -2.11GiB.\n"
+        ),
+        "gpu_memory_utilization",
+    ),
+    (
+        (
+            "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+            "--mem-fraction-static=0.88. Raise --mem-fraction-static above 0.912 (minimum viable = "
+            "1 - available/pre = 0.9113). If using speculative decoding, draft weights are now "
+            "counted."
+        ),
+        "gpu_memory_utilization",
+    ),
+    (
+        # two processes on the GPU: shared, not filled by the weights
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a "
+            "total capacity of 79.25 GiB of which 157.38 MiB is free. Process 1952521 has 40.96 "
+            "GiB memory in use. Process 1956684 has 38.13 GiB memory in use. Of the allocated "
+            "memory 37.53 GiB is allocated by PyTorch, and 1.10 GiB is reserved by PyTorch but "
+            "unallocated."
+        ),
+        "gpu_memory_utilization",
+    ),
+    # --- kv_cache_too_small ---------------------------------------------------------------
+    (
+        (
+            "ValueError: To serve at least one request with the model's max seq len (131072), "
+            "(16.00 GiB KV cache is needed, which is larger than the available KV cache memory "
+            "(9.10 GiB). Based on the available memory, the estimated maximum model length is "
+            "74544."
+        ),
+        "kv_cache_too_small",
+    ),
+    (
+        (
+            "(LLMRayActor pid=20770) INFO 06-28 06:11:45 distributed_gpu_executor.py:45] # GPU "
+            "blocks: 378, # CPU blocks: 1638\n"
+            "(LLMRayActor pid=20770) ERROR 06-28 06:11:45 worker_base.py:145] Error executing "
+            "method initialize_cache. This might cause deadlock in distributed execution.\n"
+        ),
+        "kv_cache_too_small",
+    ),
+]
+
+# Lines that share words with the memory signatures but carry no failure of theirs.
+NEAR_MISSES = [
+    "INFO 05-10 15:51:20 [gpu_model_runner.py:1347] Model loading took 14.9926 GiB and 5.1 s",
+    "INFO 05-10 15:52:01 [gpu_worker.py:227] Available KV cache memory: 51.31 GiB",
+    "INFO 05-10 15:52:01 [kv_cache_utils.py:634] GPU KV cache size: 420,880 tokens",
+    "INFO 06-28 06:11:45 distributed_gpu_executor.py:45] # GPU blocks: 378, # CPU blocks: 1638",
+    (
+        "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE): 100%|##########| 67/67 "
+        "[00:03<00:00, 19.1it/s]"
+    ),
+]
+
+
+@pytest.mark.parametrize(("log", "cause"), CASES)
+def test_source_form_names_its_cause(log: str, cause: str) -> None:
+    causes = diagnose_text(log).causes
+    assert causes and causes[0].cause == cause, [(f.cause, f.signature) for f in causes]
+
+
+@pytest.mark.parametrize("line", NEAR_MISSES)
+def test_near_miss_names_no_cause(line: str) -> None:
+    assert diagnose_text(line + "\n").causes == ()
