@@ -67,3 +67,15 @@ def test_stop_of_a_run_that_already_ended_exits_0(
     )
     assert main(["stop", "ended001"]) == 0
     assert f"already stopped (status {status})" in capsys.readouterr().out
+
+
+def test_plan_of_a_deployment_file_names_preflight(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`hangar plan hangar.toml` used to read the TOML as a config.json ("not valid JSON")."""
+    (tmp_path / "hangar.toml").write_text('[model]\nid = "Qwen/Qwen3-8B"\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["plan", "hangar.toml"]) == 2
+    err = capsys.readouterr().err
+    assert "deployment file" in err and "hangar preflight hangar.toml" in err, err
+    assert "JSON" not in err, err

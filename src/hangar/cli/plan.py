@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from typing import Any
 
 import click
 
 from hangar.cli.options import Capability, JsonObject, MemorySize, json_option, param_options
 from hangar.deploy.params import BY_NAME
+from hangar.errors import UsageError
 
 
 def _overrides(
@@ -19,6 +21,18 @@ def _overrides(
     if rope_scaling:
         merged["rope_scaling"] = rope_scaling
     return merged or None
+
+
+def _refuse_deployment_file(model: str) -> None:
+    """A deployment file given as MODEL would be read as a config.json ("not valid JSON"):
+    name the command that plans a deployment instead."""
+    if model.endswith(".toml") and os.path.isfile(model):
+        raise UsageError(
+            f"{model} is a deployment file, and `hangar plan` takes a model (catalog id, hub id, "
+            "config.json or model directory)",
+            hint=f"hangar preflight {shlex.quote(model)}   (plans the deployment and checks "
+            "the host)",
+        )
 
 
 @click.command("plan")
@@ -46,6 +60,8 @@ def plan(
     from hangar.planning.api import make_plan
     from hangar.planning.report import plan_json
     from hangar.planning.request import request_fields
+
+    _refuse_deployment_file(model)
 
     given = {k: v for k, v in flags.items() if v is not None}
     hardware = {k: v for k, v in given.items() if BY_NAME[k].section == "resources"}
