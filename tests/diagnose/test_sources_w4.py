@@ -163,10 +163,124 @@ CASES = [
         ),
         "kv_cache_too_small",
     ),
+    # --- cuda_driver_mismatch ----------------------------------------------------------------
+    (
+        (
+            "cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorInsufficientDriver: CUDA "
+            "driver version is insufficient for CUDA runtime version"
+        ),
+        "cuda_driver_mismatch",
+    ),
+    (
+        "RuntimeError: CUDA error: forward compatibility was attempted on non supported HW",
+        "cuda_driver_mismatch",
+    ),
+    (
+        (
+            "Alternatively, go to: https://pytorch.org to install a PyTorch version that has been "
+            "compiled with your version of the CUDA driver."
+        ),
+        "cuda_driver_mismatch",
+    ),
+    (
+        (
+            "docker: Error response from daemon: failed to create task for container: "
+            "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: "
+            "unknown."
+        ),
+        "cuda_driver_mismatch",
+    ),
+    (
+        (
+            "NVRM: API mismatch: the client has the version 550.54.15, but NVRM: this kernel module "
+            "has the version 535.161.08."
+        ),
+        "cuda_driver_mismatch",
+    ),
+    ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "cuda_driver_mismatch"),
+    # --- vllm_platform ----------------------------------------------------------------------
+    (
+        "RuntimeError: Only one platform plugin can be activated, but got: ['cuda', 'cpu']",
+        "vllm_platform",
+    ),
+    ("AssertionError: Torch not compiled with CUDA enabled", "vllm_platform"),
+    ("RuntimeError: No CUDA GPUs are available", "vllm_platform"),
+    (
+        "AttributeError: 'UnspecifiedPlatform' object has no attribute 'device_control_env_var'",
+        "vllm_platform",
+    ),
+    # --- fabric_manager ---------------------------------------------------------------------
+    (
+        (
+            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run "
+            "some cuda functions before calling NumCudaDevices() that might have already set an "
+            "error? Error 802: system not yet initialized (Triggered internally at "
+            "../c10/cuda/CUDAFunctions.cpp:108.)"
+        ),
+        "fabric_manager",
+    ),
+    ("RuntimeError: CUDA error: system not yet initialized", "fabric_manager"),
+    ("triton.runtime.errors: CUDA_ERROR_SYSTEM_NOT_READY", "fabric_manager"),
+    (
+        "node7:1:1 [0] misc/cudawrap.cc:90 NCCL WARN Cuda failure 'system not yet initialized'",
+        "fabric_manager",
+    ),
+    (
+        "systemd[1]: Failed to start nvidia-fabricmanager.service - NVIDIA fabric manager service.",
+        "fabric_manager",
+    ),
+    # --- slurm ------------------------------------------------------------------------------
+    (
+        (
+            "slurmstepd: error: *** STEP 4242.0 ON gpu-a17 CANCELLED AT 2024-05-10T15:51:07 DUE TO "
+            "TIME LIMIT ***"
+        ),
+        "slurm_time_limit",
+    ),
+    (
+        "[2024-05-10T15:51:07.001] Time limit exhausted for JobId=4242",
+        "slurm_time_limit",
+    ),
+    (
+        "srun: error: Unable to allocate resources: Requested node configuration is not available",
+        "slurm_resources",
+    ),
+    (
+        "sbatch: error: Batch job submission failed: Invalid generic resource (gres) specification",
+        "slurm_resources",
+    ),
+    (
+        "srun: error: Unable to create step for job 4242: More processors requested than permitted",
+        "slurm_resources",
+    ),
+    (
+        "  4242       gpu   vllm-70b    alice PD       0:00      2 (QOSMaxGRESPerUser)",
+        "slurm_resources",
+    ),
+    (
+        "srun: Job 4242 step creation temporarily disabled, retrying (Requested nodes are busy)",
+        "slurm_resources",
+    ),
+    (
+        "srun: error: Unable to allocate resources: Protocol authentication error",
+        "slurm_auth",
+    ),
+    (
+        'munge: Error: Failed to access "/run/munge/munge.socket.2": No such file or directory',
+        "slurm_auth",
+    ),
+    (
+        "slurmd: error: Munge decode failed: Expired credential",
+        "slurm_auth",
+    ),
 ]
 
 # Lines that share words with the memory signatures but carry no failure of theirs.
 NEAR_MISSES = [
+    "INFO 05-10 15:49:58 [__init__.py:239] Automatically detected platform cuda.",
+    "sbatch: Submitted batch job 4242",
+    "srun: job 4242 queued and waiting for resources",
+    "srun: job 4242 has been allocated resources",
     "INFO 05-10 15:51:20 [gpu_model_runner.py:1347] Model loading took 14.9926 GiB and 5.1 s",
     "INFO 05-10 15:52:01 [gpu_worker.py:227] Available KV cache memory: 51.31 GiB",
     "INFO 05-10 15:52:01 [kv_cache_utils.py:634] GPU KV cache size: 420,880 tokens",
