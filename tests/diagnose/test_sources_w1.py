@@ -157,9 +157,131 @@ CASES = [
         "ValueError: Invalid repository ID or local directory specified: '/data/qwen'.",
         "hf_access",
     ),
+    # ulimit_nofile: boost error_code in Ray's raylet, Go/libuv, CPython, glog
+    (
+        "worker_pool.cc:364] Failed to start worker with return value system:24: Too many open files",
+        "ulimit_nofile",
+    ),
+    ("Error: EMFILE: too many open files, open '/root/.cache/x.json'", "ulimit_nofile"),
+    ("RuntimeError: received 0 items of ancdata", "ulimit_nofile"),
+    ("Could not create logging file: Too many open files", "ulimit_nofile"),
+    ("zmq.error.ZMQError: Too many open files", "ulimit_nofile"),
+    # ulimit_nproc: bash make_child, libomp, Go runtime, cgroup pids, OpenBLAS
+    ("-bash: fork: retry: Resource temporarily unavailable", "ulimit_nproc"),
+    ("/bin/sh: fork: Resource temporarily unavailable", "ulimit_nproc"),
+    (
+        "OMP: Error #34: System unable to allocate necessary resources for OMP thread:",
+        "ulimit_nproc",
+    ),
+    (
+        "runtime: failed to create new OS thread (have 7 already; errno=11)",
+        "ulimit_nproc",
+    ),
+    ("cgroup: fork rejected by pids controller in /system.slice/vllm.service", "ulimit_nproc"),
+    (
+        (
+            "OpenBLAS blas_thread_init: pthread_create failed for thread 31 of 64: Resource "
+            "temporarily unavailable"
+        ),
+        "ulimit_nproc",
+    ),
+    # ulimit_mmap with the limit in context (bash ulimit -a, /proc/self/limits, SGE, Hangar)
+    (
+        (
+            "virtual memory          (kbytes, -v) 16777216\n"
+            "OpenBLAS : Memory allocation still failed after 10 retries, giving up."
+        ),
+        "ulimit_mmap",
+    ),
+    (
+        (
+            "Max address space         34359738368          34359738368          bytes\n"
+            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you "
+            "run some cuda functions before calling NumCudaDevices() that might have already set an "
+            "error? Error 2: out of memory"
+        ),
+        "ulimit_mmap",
+    ),
+    (
+        (
+            "#$ -l h_vmem=8G\nOSError: libcudart.so.12: cannot open shared object file: Cannot "
+            "allocate memory"
+        ),
+        "ulimit_mmap",
+    ),
+    (
+        (
+            "hangar: ulimit -v 4194304 -n 1024 on gpu-node-3\n"
+            "E0710 15:24:06.605366 2474524 thd.cc:157] pthread_create failed: Resource temporarily "
+            "unavailable"
+        ),
+        "ulimit_mmap",
+    ),
+    (
+        "+ ulimit -v 50000000\nRuntimeError: HIP error: hipErrorOutOfMemory",
+        "ulimit_mmap",
+    ),
+    (
+        "virtual memory          (kbytes, -v) 8000000\nMemoryError",
+        "ulimit_mmap",
+    ),
+    (
+        (
+            "ImportError: libgomp.so.1: failed to map segment from shared object: Cannot allocate "
+            "memory"
+        ),
+        "ulimit_mmap",
+    ),
+    # host_oom
+    ("Memory cgroup out of memory: Killed process 4242 (python3)", "host_oom"),
+    (
+        "RuntimeError: DataLoader worker (pid 1234) is killed by signal: Killed.",
+        "host_oom",
+    ),
+    (
+        (
+            "RuntimeError: [enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: can't "
+            "allocate memory: you tried to allocate 34359738368 bytes. Error code 12 (Cannot "
+            "allocate memory)"
+        ),
+        "host_oom",
+    ),
+    # tmp_shared: any quoting of a /tmp path, Ray's session dir, the HF cache lock
+    ("Permission denied: /tmp/tvm-debug-mode-tempdirs/0001", "tmp_shared"),
+    ("mkdir: cannot create directory '/tmp/ray/session_2025': Permission denied", "tmp_shared"),
+    (
+        (
+            "PermissionError: [Errno 13] Permission denied: '/tmp/ray'\n"
+            '  File "/opt/venv/lib/python3.10/site-packages/ray/_private/node.py", line 91'
+        ),
+        "tmp_shared",
+    ),
+    (
+        (
+            "OSError: PermissionError at /data/hf/hub/.locks/x.lock when downloading Qwen/Qwen3-8B. "
+            "Check cache directory permissions."
+        ),
+        "tmp_shared",
+    ),
+    # tmp_disk_full: Go, SQLite, Ray
+    (
+        "failed to register layer: write /var/lib/docker/overlay2/x/y: no space left on device",
+        "tmp_disk_full",
+    ),
+    ("sqlite3.OperationalError: database or disk is full", "tmp_disk_full"),
+    ("OSError: [Errno 122] Disk quota exceeded: '/home/u/.cache/vllm'", "tmp_disk_full"),
 ]
 
 NEAR_MISSES = [
+    # `ulimit -a` of a healthy job names no cause by itself
+    "virtual memory          (kbytes, -v) 67108864",
+    "Max address space         unlimited            unlimited            bytes",
+    # vLLM's start-up note quotes EMFILE as an example
+    (
+        "WARNING 11-29 18:02:24 [system_utils.py:255] Found ulimit of 1024 and failed to "
+        "automatically increase with error x. This can cause fd limit errors like `OSError: "
+        "[Errno 24] Too many open files`. Consider increasing with ulimit -n"
+    ),
     # vLLM's own deprecation notes are warnings, not a rejected flag
     "WARNING 05-10 15:51:00 [argparse_utils.py:169] argument 'disable_log_requests' is deprecated",
     (
@@ -180,3 +302,37 @@ def test_source_surface_form_names_its_cause(line: str, cause: str) -> None:
 @pytest.mark.parametrize("line", NEAR_MISSES)
 def test_near_miss_names_no_cause(line: str) -> None:
     assert diagnose_text(line).causes == (), diagnose_text(line).causes
+
+
+def test_static_tls_is_not_the_address_space() -> None:
+    # glibc's static TLS exhaustion (elf/dl-reloc.c) is no memory limit despite its wording
+    log = (
+        "virtual memory          (kbytes, -v) 8000000\n"
+        "ImportError: /usr/lib/aarch64-linux-gnu/libgomp.so.1: cannot allocate memory in static "
+        "TLS block\n"
+    )
+    assert diagnose_text(log).causes[0].cause == "other"
+
+
+def test_thread_failure_with_unlimited_address_space_is_the_process_limit() -> None:
+    log = (
+        "virtual memory          (kbytes, -v) unlimited\n"
+        "max user processes              (-u) 4096\n"
+        "RuntimeError: can't start new thread\n"
+    )
+    causes = diagnose_text(log).causes
+    assert causes[0].cause == "ulimit_nproc" and causes[0].confidence >= 0.9
+
+
+def test_thread_failure_without_limits_names_both_suspects() -> None:
+    causes = [c.cause for c in diagnose_text("RuntimeError: can't start new thread\n").causes]
+    assert causes[:2] == ["ulimit_nproc", "ulimit_mmap"]
+
+
+def test_noexec_mount_is_not_the_address_space() -> None:
+    log = (
+        "virtual memory          (kbytes, -v) 8000000\n"
+        "ImportError: /tmp/x/_C.so: failed to map segment from shared object: Operation not "
+        "permitted\n"
+    )
+    assert all(c.cause != "ulimit_mmap" for c in diagnose_text(log).causes)
