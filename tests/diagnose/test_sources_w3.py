@@ -93,6 +93,17 @@ CASES = [
         ),
         "unsupported_architecture",
     ),
+    (
+        (
+            "ImportError: cannot import name 'Qwen2_5_VLConfig' from 'transformers' "
+            "(/opt/venv/lib/python3.10/site-packages/transformers/__init__.py)"
+        ),
+        "unsupported_architecture",
+    ),
+    (
+        "ValueError: GGUF model with architecture qwen3moe is not supported yet.",
+        "unsupported_architecture",
+    ),
     # tp_heads_divisibility
     (
         RAY + "ValueError: Total number of attention heads (28) must be divisible by tensor "
@@ -145,6 +156,7 @@ CASES = [
         ),
         "expert_parallel",
     ),
+    ("ValueError: Unknown all2all backend: deepep_ll", "expert_parallel"),
     # kv_cache_too_small
     (
         (
@@ -200,6 +212,7 @@ CASES = [
         "KeyError: \"Reasoning parser 'gpt_oss' not found. Available parsers: ['qwen3']\"",
         "missing_parser",
     ),
+    ('tool_choice="required" requires --tool-call-parser to be set', "missing_parser"),
     # mamba_cache_blocks
     (
         (
@@ -322,6 +335,8 @@ NEAR_MISSES = [
         "INFO 05-10 15:52:01 [kv_cache_utils.py:634] GPU KV cache size: 1,048,880 tokens; "
         "Maximum concurrency for 32,768 tokens per request: 32.01x"
     ),
+    # a helper removed from transformers (remote code too old): not a missing model class
+    "ImportError: cannot import name 'is_torch_fx_available' from 'transformers.utils'",
     # the parser's own help text in a --help dump
     "  --tool-call-parser {hermes,llama3_json,mistral}  Select the tool call parser",
 ]
