@@ -263,6 +263,22 @@ CASES = [
         ),
         "tmp_shared",
     ),
+    (
+        "PermissionError: [Errno 13] Permission denied: '/root/.cache/vllm/torch_compile_cache'",
+        "tmp_shared",
+    ),
+    (
+        "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGKILL",
+        "host_oom",
+    ),
+    ("    error_file: <N/A>\n    msg: Signal 9 (SIGKILL) received by PID 4242", "host_oom"),
+    (
+        (
+            "data seg size           (kbytes, -d) 4000000\nOpenBLAS error: Memory allocation still "
+            "failed after 10 retries, giving up."
+        ),
+        "ulimit_mmap",
+    ),
     # tmp_disk_full: Go, SQLite, Ray
     (
         "failed to register layer: write /var/lib/docker/overlay2/x/y: no space left on device",
