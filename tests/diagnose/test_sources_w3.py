@@ -104,6 +104,11 @@ CASES = [
         "ValueError: GGUF model with architecture qwen3moe is not supported yet.",
         "unsupported_architecture",
     ),
+    (
+        "ModuleNotFoundError: No module named 'transformers.models.qwen3'",
+        "unsupported_architecture",
+    ),
+    ("TypeError: Error: --enable-reasoning requires --reasoning-parser", "missing_parser"),
     # tp_heads_divisibility
     (
         RAY + "ValueError: Total number of attention heads (28) must be divisible by tensor "
@@ -391,3 +396,17 @@ def test_failed_inspection_is_not_an_unsupported_architecture() -> None:
     )
     causes = diagnose_text(line).causes
     assert not causes or causes[0].cause != "unsupported_architecture"
+
+
+def test_a_model_class_missing_from_transformers_explains_the_failed_inspection() -> None:
+    # vLLM 0.8.5 logs the inspection subprocess's traceback, then "failed to be inspected": the
+    # import error inside is the reason, and its cause must stay first.
+    log = (
+        "ERROR 05-10 15:51:02 [registry.py:343] Error in inspecting model architecture "
+        "'Qwen3ForCausalLM'\n"
+        "ERROR 05-10 15:51:02 [registry.py:343] ImportError: cannot import name 'Qwen3Config' "
+        "from 'transformers' (/opt/venv/lib/python3.12/site-packages/transformers/__init__.py)\n"
+        "ValueError: Model architectures ['Qwen3ForCausalLM'] failed to be inspected. Please "
+        "check the logs for more details.\n"
+    )
+    assert diagnose_text(log).causes[0].cause == "unsupported_architecture"
