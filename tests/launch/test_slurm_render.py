@@ -35,6 +35,7 @@ import pytest
 
 from hangar.deploy.schema import Deployment
 from hangar.launch.targets import slurm_render as sr
+from hangar.launch.targets import slurm_templates as st
 from hangar.launch.targets.base import RenderContext, Rendered
 from hangar.preflight.engine import EngineFacts
 from hangar.workarounds import Applied
@@ -272,24 +273,24 @@ def test_job_name_sanitised(rendered: dict[str, Rendered]) -> None:
 
 
 def test_unquoted_value_cannot_be_rendered() -> None:
-    env = sr._environment()
-    with pytest.raises(sr.UnquotedValue):
+    env = st._environment()
+    with pytest.raises(st.UnquotedValue):
         env.from_string("echo {{ value }}").render(value="$(touch /tmp/x)")
-    with pytest.raises(sr.UnquotedValue):
+    with pytest.raises(st.UnquotedValue):
         env.from_string("#SBATCH {{ value | sbatch }}").render(value="--comment=a b")
-    with pytest.raises(sr.UnquotedValue):
+    with pytest.raises(st.UnquotedValue):
         env.from_string("export {{ value | envname }}=1").render(value="A;B")
     assert env.from_string("x={{ value | q }}").render(value="a b") == "x='a b'"
 
 
 def test_runtime_sentinels() -> None:
-    word = sr.q(f"--address={sr.runtime('HEAD_IP')}:6379")
+    word = st.q(f"--address={sr.runtime('HEAD_IP')}:6379")
     assert word == '--address="${HEAD_IP}":6379'
-    assert sr.q(sr.runtime("VLLM_HOST_IP")) == '"${VLLM_HOST_IP}"'
-    with pytest.raises(sr.UnquotedValue):
-        sr.q("\x00PATH\x00")  # not a runtime name
-    with pytest.raises(sr.UnquotedValue):
-        sr.q("a\x00b")
+    assert st.q(sr.runtime("VLLM_HOST_IP")) == '"${VLLM_HOST_IP}"'
+    with pytest.raises(st.UnquotedValue):
+        st.q("\x00PATH\x00")  # not a runtime name
+    with pytest.raises(st.UnquotedValue):
+        st.q("a\x00b")
     with pytest.raises(ValueError):
         sr.runtime("HOME")
 
@@ -306,7 +307,7 @@ def _flags(line: str) -> set[str]:
 
 @pytest.mark.parametrize("case", ["two_nodes_ray", "every_field", "hostile"])
 def test_ray_head_and_worker_options_never_mixed(case: str, rendered: dict[str, Rendered]) -> None:
-    data = sr.ray_options()
+    data = st.ray_options()
     head, worker = _ray_lines(rendered[case].files[sr.NODE_FILE].text)
     head_flags, worker_flags = _flags(head), _flags(worker)
     assert not head_flags & set(data["worker_only"]), head
@@ -777,7 +778,7 @@ def test_q_round_trips_through_bash_and_passes_shellcheck(
 ) -> None:
     """Issue 13 review: a value ending with a backslash made shellcheck report SC1003."""
     script = tmp_path / "q.sh"
-    script.write_text(f"#!/bin/bash\nprintf '%s' {sr.q(value)}\n", encoding="utf-8")
+    script.write_text(f"#!/bin/bash\nprintf '%s' {st.q(value)}\n", encoding="utf-8")
     done = subprocess.run(["bash", str(script)], check=True, capture_output=True)
     assert done.stdout.decode() == value
     checked = subprocess.run(
