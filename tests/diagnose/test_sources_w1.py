@@ -279,6 +279,35 @@ CASES = [
         ),
         "ulimit_mmap",
     ),
+    (
+        (
+            "requests.exceptions.ConnectionError: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', "
+            'port=443): Max retries exceeded with url: /api/models/org/model/revision/main"))'
+        ),
+        "hf_access",
+    ),
+    (
+        (
+            "huggingface_hub.errors.LocalTokenNotFoundError: Token is required (`token=True`), but no "
+            "token found. You need to provide a token or be logged in to Hugging Face."
+        ),
+        "hf_access",
+    ),
+    (
+        (
+            "OSError: org/model-GGUF does not appear to have a file named config.json. Checkout "
+            "'https://huggingface.co/org/model-GGUF/tree/main' for available files."
+        ),
+        "hf_access",
+    ),
+    (
+        "NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend.",
+        "extension_abi_mismatch",
+    ),
+    (
+        "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory",
+        "extension_abi_mismatch",
+    ),
     # tmp_disk_full: Go, SQLite, Ray
     (
         "failed to register layer: write /var/lib/docker/overlay2/x/y: no space left on device",
@@ -352,3 +381,9 @@ def test_noexec_mount_is_not_the_address_space() -> None:
         "permitted\n"
     )
     assert all(c.cause != "ulimit_mmap" for c in diagnose_text(log).causes)
+
+
+def test_bare_enomem_is_a_low_guess_with_both_suspects() -> None:
+    causes = diagnose_text("OSError: [Errno 12] Cannot allocate memory\n").causes
+    assert [c.cause for c in causes] == ["host_oom", "ulimit_mmap"]
+    assert causes[0].confidence < 0.5
