@@ -20,6 +20,7 @@ import yaml
 from pydantic import ValidationError
 
 from hangar.diagnose.model import CAUSES, UNKNOWN, CauseEntry, CauseFile, Signature, SignatureFile
+from hangar.diagnose.prefilter import needles_for
 from hangar.errors import DataError
 
 MIN_ANCHOR = 6
@@ -41,7 +42,10 @@ class Pattern:
     role: str  # "patterns" | "requires" | "requires_any" | "absent" | "context"
     index: int
     regex: re.Pattern[str]
-    anchor: str
+    anchor: str  # the longest literal run (validated: >= MIN_ANCHOR characters)
+    # What the prefilter searches: every match contains one of them (prefilter.needles_for:
+    # the anchor, or a more selective set of literals read from the regex's parse tree).
+    needles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,8 @@ class KnowledgeBase:
         return {sig.id: sig for sig in self.signatures}
 
     def anchors(self) -> tuple[str, ...]:
-        return tuple(sorted({p.anchor for p in self.patterns}))
+        """Every needle the prefilter searches for."""
+        return tuple(sorted({n for p in self.patterns for n in p.needles}))
 
 
 def literal_runs(regex: str) -> list[str]:
@@ -132,7 +137,7 @@ def _compile(sig: Signature, role: str, index: int, source: str) -> Pattern:
             f"{where}: regex needs a literal run of >= {MIN_ANCHOR} characters and no "
             f"top-level '|' (split it into several patterns): {text!r}"
         )
-    return Pattern(sig.id, role, index, compiled, anchor)
+    return Pattern(sig.id, role, index, compiled, anchor, needles_for(text, anchor))
 
 
 def _patterns_of(sig: Signature, source: str) -> Iterable[Pattern]:

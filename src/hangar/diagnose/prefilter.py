@@ -18,6 +18,7 @@ A selector only *selects* a line: the exact anchors and the full regexes run on 
 from __future__ import annotations
 
 import importlib
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -87,3 +88,144 @@ class LineSelector:
                 found.append(pos)
                 pos = raw.find(needle, pos + 1)
         return found
+
+
+# --- Literal sets: what every match of a regex must contain -------------------------------
+# A regex's single longest literal run can be a word of healthy lines: 'NCCL INFO
+# (?:Bootstrap|NET/Socket) : Using' gave 'NCCL INFO ', which selected every NCCL INFO line of
+# an NCCL_DEBUG=INFO log (a third of a multi-rank log) for the full regex. Expanding small
+# alternations, optional parts and classes gives a *set* of longer literals instead
+# ('NCCL INFO Bootstrap : Using ', 'NCCL INFO NET/Socket : Using '): any match contains one.
+# Read from the regex's own parse tree (Python's re parser), so nothing is guessed.
+MAX_VARIANTS = 8  # strings per set: each is a needle of the prefilter
+MAX_CLASS = 4  # a character class expands to its members only when this small
+_Set = frozenset[str]
+
+
+def _parse(regex: str) -> Any:
+    parser = importlib.import_module("re._parser")
+    return parser.parse(regex)
+
+
+def literal_set(regex: str) -> tuple[str, ...]:
+    """Strings of which every match of ``regex`` contains at least one (the most selective
+    such set found: longest shortest member, then fewest members); () when none, or when the
+    regex ignores case (its needles would have to as well)."""
+    constants = importlib.import_module("re._constants")
+    tree = _parse(regex)
+    if tree.state.flags & constants.SRE_FLAG_IGNORECASE:
+        return ()
+    best = _best(_candidates(list(tree), constants))
+    return tuple(sorted(best)) if best else ()
+
+
+SELECTIVE = 16  # past this many characters a literal rarely selects healthy lines: fewer wins
+
+
+def _score(found: _Set) -> tuple[int, int, int]:
+    shortest = min(len(s.strip()) for s in found)
+    return (min(shortest, SELECTIVE), -len(found), shortest)
+
+
+def needles_for(regex: str, anchor: str) -> tuple[str, ...]:
+    """The prefilter's needles for one regex: its literal set when that is more selective
+    than its single longest literal run ``anchor``, else ``(anchor,)``."""
+    found = frozenset(literal_set(regex))
+    if found and _score(found) > _score(frozenset({anchor})):
+        return tuple(sorted(found))
+    return (anchor,)
+
+
+def _best(candidates: list[_Set]) -> _Set | None:
+    usable = [c for c in candidates if c and all(c)]
+    return max(usable, key=_score) if usable else None
+
+
+def _candidates(items: list[Any], k: Any) -> list[_Set]:
+    """Literal sets that every match of the sequence ``items`` contains one member of."""
+    found: list[_Set] = []
+    run: _Set | None = frozenset({""})
+    for op, av in items:
+        exact = _exact(op, av, k)
+        if exact is not None and run is not None and len(run) * len(exact) <= MAX_VARIANTS:
+            run = frozenset(a + b for a in run for b in exact)
+            continue
+        found.append(run or frozenset())
+        run = exact if exact is not None else frozenset({""})
+        found.extend(_inner(op, av, k))
+    found.append(run or frozenset())
+    return found
+
+
+def _exact(op: Any, av: Any, k: Any) -> _Set | None:
+    """The finite set of strings the item matches, or None (unbounded or too many)."""
+    if op is k.LITERAL:
+        return frozenset({chr(av)})
+    if op in (k.AT, k.ASSERT, k.ASSERT_NOT):
+        return frozenset({""})  # zero-width: adds nothing, breaks nothing
+    if op is k.IN:
+        return _class(av, k)
+    if op is k.SUBPATTERN:
+        add_flags, del_flags, body = av[1], av[2], av[3]
+        if (add_flags | del_flags) & k.SRE_FLAG_IGNORECASE:
+            return None
+        return _sequence(list(body), k)
+    if op is k.BRANCH:
+        return _union(_sequence(list(alt), k) for alt in av[1])
+    if op in (k.MAX_REPEAT, k.MIN_REPEAT):
+        low, high, body = av
+        inner = _sequence(list(body), k)
+        if inner is None or high > 2 or high > low + 1:
+            return None
+        options = {"".join(p) for n in range(low, high + 1) for p in _power(inner, n)}
+        return frozenset(options) if len(options) <= MAX_VARIANTS else None
+    return None
+
+
+def _inner(op: Any, av: Any, k: Any) -> list[_Set]:
+    """Sets inside an item that is not finite but that every match passes through."""
+    if op is k.SUBPATTERN and not ((av[1] | av[2]) & k.SRE_FLAG_IGNORECASE):
+        return _candidates(list(av[3]), k)
+    if op in (k.MAX_REPEAT, k.MIN_REPEAT) and av[0] >= 1:
+        return _candidates(list(av[2]), k)
+    if op is k.BRANCH:  # every match takes one branch: the union of each branch's best set
+        bests = [_best(_candidates(list(alt), k)) for alt in av[1]]
+        if all(bests):
+            union = frozenset().union(*(b for b in bests if b))
+            return [union] if len(union) <= MAX_VARIANTS else []
+    return []
+
+
+def _sequence(items: list[Any], k: Any) -> _Set | None:
+    run: _Set = frozenset({""})
+    for op, av in items:
+        exact = _exact(op, av, k)
+        if exact is None or len(run) * len(exact) > MAX_VARIANTS:
+            return None
+        run = frozenset(a + b for a in run for b in exact)
+    return run
+
+
+def _union(parts: Iterable[_Set | None]) -> _Set | None:
+    union: set[str] = set()
+    for part in parts:
+        if part is None:
+            return None
+        union |= part
+    return frozenset(union) if len(union) <= MAX_VARIANTS else None
+
+
+def _class(av: Any, k: Any) -> _Set | None:
+    chars: set[str] = set()
+    for op, value in av:
+        if op is k.LITERAL:
+            chars.add(chr(value))
+        elif op is k.RANGE and value[1] - value[0] < MAX_CLASS:
+            chars.update(chr(c) for c in range(value[0], value[1] + 1))
+        else:
+            return None  # negated, a category (\d, \s), a wide range
+    return frozenset(chars) if len(chars) <= MAX_CLASS else None
+
+
+def _power(options: _Set, n: int) -> Iterable[tuple[str, ...]]:
+    return itertools.product(sorted(options), repeat=n)

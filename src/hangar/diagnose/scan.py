@@ -84,13 +84,14 @@ class Scanner:
     def _index(self) -> None:
         """(Re)build the anchor search over the patterns that can still change the outcome."""
         live = [p for p in self.kb.patterns if self._wanted(p)]
-        anchors = sorted({p.anchor for p in live})
-        self._needles = _Needles([a.encode() for a in anchors])
-        self._selector = _selector(tuple(anchors))
-        index = {a: i for i, a in enumerate(anchors)}
+        needles = sorted({n for p in live for n in p.needles})
+        self._needles = _Needles([n.encode() for n in needles])
+        self._selector = _selector(tuple(needles))
+        index = {n: i for i, n in enumerate(needles)}
         self._by_anchor: dict[int, list[Pattern]] = {}
         for pattern in live:
-            self._by_anchor.setdefault(index[pattern.anchor], []).append(pattern)
+            for needle in pattern.needles:
+                self._by_anchor.setdefault(index[needle], []).append(pattern)
         self._live = len(live)
 
     def _wanted(self, pattern: Pattern) -> bool:
@@ -182,8 +183,12 @@ class Scanner:
 
     def _match_line(self, name: str, order: int, line_no: int, raw: bytes) -> None:
         text: str | None = None
-        for anchor_idx in self._needles.present(raw):
-            for pattern in self._by_anchor.get(anchor_idx, ()):
+        tried: set[int] = set()  # a pattern with several needles on this line runs once
+        for needle in self._needles.present(raw):
+            for pattern in self._by_anchor.get(needle, ()):
+                if id(pattern) in tried:
+                    continue
+                tried.add(id(pattern))
                 text = text if text is not None else reader.clean(raw)
                 if pattern.regex.search(text):
                     self._record(pattern, name, order, line_no, text)
