@@ -23,17 +23,13 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import shutil
-import signal
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
@@ -42,9 +38,11 @@ from hangar.deploy.io import render_toml
 from hangar.deploy.schema import Deployment, SlurmTargetSection, is_secret_name
 from hangar.engines.resolve import engine_key
 from hangar.errors import HangarError, InputError, Interrupted, remember_for_crash_log
+from hangar.launch.error_block import failing_block
 from hangar.launch.errors import LaunchFailed, PreflightFailed, RunNotLive
 from hangar.launch.events import Clock, EventSink, LaunchEvent
 from hangar.launch.readiness import NotReady, wait_ready
+from hangar.launch.signals import StopSignals
 from hangar.launch.targets import Observed, RenderContext, Rendered, Stopped, Target, target_for
 from hangar.launch.targets.local import identity, is_same_process
 from hangar.paths import atomic_write_text, engine_cache_dir, runs_root, state_dir
@@ -180,7 +178,7 @@ def launch(
     ctx = context_for(d, report.engine, report, run_id, run_dir)
     rendered = target.render(d, ctx)
     run.emit("render", f"{d.target.kind}: {len(rendered.files)} files, {rendered.argv[0]}")
-    with _StopSignals() as signals, _owned(run, target, d, signals, diagnose):
+    with StopSignals() as signals, _owned(run, target, d, signals, diagnose):
         with signals.deferred():  # a signal here waits until the run and its handle are recorded
             _claim_and_record(conn, d, report.engine, ctx, rendered)
             run.emit("record", str(ctx.run_dir))
@@ -535,7 +533,7 @@ def _abandon(run: _Run, target: Target, d: Deployment, why: str) -> None:
 
 @contextmanager
 def _owned(
-    run: _Run, target: Target, d: Deployment, signals: _StopSignals, diagnose: Diagnoser | None
+    run: _Run, target: Target, d: Deployment, signals: StopSignals, diagnose: Diagnoser | None
 ) -> Iterator[None]:
     """While the launch owns the server: a readiness failure becomes LaunchFailed, any other
     way out (a signal, Ctrl-C, a bug) stops what was started. Cleanup defers new signals."""
@@ -550,78 +548,6 @@ def _owned(
         with signals.deferred(then_raise=False):
             _abandon(run, target, d, f"{why} during startup")
         raise
-
-
-class _StopSignals:
-    """SIGINT, SIGTERM and SIGHUP raise Interrupted while a launch owns its server; inside
-    ``deferred()`` (submitting, stopping) a signal is held until the block ends, so a second
-    Ctrl-C during cleanup never leaves a half-stopped run. Main thread only (elsewhere
-    Python delivers no signals): there it is a no-op."""
-
-    WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-    def __init__(self) -> None:
-        self.previous: dict[int, Any] = {}
-        self.depth = 0
-        self.pending: int | None = None
-
-    def __enter__(self) -> Self:
-        if threading.current_thread() is threading.main_thread():
-            self.previous = {sig: signal.signal(sig, self._handle) for sig in self.WATCHED}
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-
-    def _handle(self, signum: int, frame: object) -> None:
-        if self.depth:
-            self.pending = self.pending or signum
-            return
-        raise Interrupted(signum)
-
-    @contextmanager
-    def deferred(self, *, then_raise: bool = True) -> Iterator[None]:
-        """Hold signals during the block; then raise the first one held (``then_raise``),
-        or drop it when the caller is already on its way out."""
-        self.depth += 1
-        try:
-            yield
-        finally:
-            self.depth -= 1
-        pending, self.pending = self.pending, None
-        if then_raise and pending is not None and self.depth == 0:
-            raise Interrupted(pending)
-
-
-_ERROR_START = re.compile(r"Traceback \(most recent call last\)|\bERROR\b|Error:|error:")
-
-
-def error_block(log_path: Path, max_lines: int = 40) -> str:
-    """The last error block of a log: from the first error line of the final burst to the end."""
-    try:
-        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return ""
-    tail = lines[-400:]
-    starts = [i for i, line in enumerate(tail) if _ERROR_START.search(line)]
-    if not starts:
-        return "\n".join(tail[-max_lines:])
-    first = starts[0]
-    for i in reversed(starts):  # walk back over one contiguous burst of error lines
-        if i < starts[-1] - max_lines:
-            break
-        first = i
-    return "\n".join(tail[first : first + max_lines])
-
-
-def failing_block(logs: list[Path]) -> str:
-    """The error block of the first log (node logs before the job log) that has one."""
-    ordered = sorted(logs, key=lambda p: not p.name.startswith("node-"))
-    blocks = [error_block(p) for p in ordered]
-    return next((b for b in blocks if _ERROR_START.search(b)), next((b for b in blocks if b), ""))
 
 
 def run_logs(run: store.RunRecord) -> list[Path]:
