@@ -251,6 +251,17 @@ CASES = [
     # quant_unsupported_gpu
     (
         (
+            "ValueError: FP8 quantized models is only supported on GPUs with compute capability >= "
+            "8.9 (e.g 4090/H100), actual = `8.0`"
+        ),
+        "quant_unsupported_gpu",
+    ),
+    (
+        "RuntimeError: NVFP4 requires Blackwell (sm100+) block-scaled tensor cores; found sm90",
+        "quant_unsupported_gpu",
+    ),
+    (
+        (
             "ValueError: The quantization method moe_wna16 + awq is not supported for the current "
             "GPU. Minimum capability: 75. Current capability: 70."
         ),
@@ -326,6 +337,12 @@ NEAR_MISSES = [
     (
         "WARNING 05-10 15:51:02 [config.py:2100] Your device 'Tesla T4' (with compute capability "
         "7.5) doesn't support torch.bfloat16. Falling back to torch.float16 for compatibility."
+    ),
+    # weight-only FP4 through Marlin on an older GPU: a performance warning
+    (
+        "(EngineCore_0 pid=5839) WARNING 08-20 18:04:08 [marlin_utils_fp4.py:196] Your GPU does "
+        "not have native support for FP4 computation but FP4 quantization is being used. "
+        "Weight-only FP4 compression will be used leveraging the Marlin kernel."
     ),
     # weight-only FP8 through Marlin on an older GPU: a performance warning
     (
