@@ -118,8 +118,10 @@ CASES = [
             "INFO 11-02 10:01:02 worker.py:232] Memory profiling takes 4.10 seconds\n"
             "INFO 11-02 10:01:02 worker.py:232] the current vLLM instance can use total_gpu_memory "
             "(15.77GiB) x gpu_memory_utilization (0.90) = 14.19GiB\n"
-            "INFO 11-02 10:01:02 worker.py:232] model weights take 14.99GiB; non_torch_memory takes "
-            "0.11GiB; PyTorch activation peak memory takes 1.20GiB; the rest of the memory reserved "
+            "INFO 11-02 10:01:02 worker.py:232] model weights take 14.99GiB; non_torch_memory "
+            "takes "
+            "0.11GiB; PyTorch activation peak memory takes 1.20GiB; the rest of the memory "
+            "reserved "
             "for KV Cache is -2.11GiB.\n"
         ),
         "gpu_memory_utilization",
@@ -185,14 +187,16 @@ CASES = [
     (
         (
             "docker: Error response from daemon: failed to create task for container: "
-            "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: "
+            "nvidia-container-cli: initialization error: nvml error: driver/library version "
+            "mismatch: "
             "unknown."
         ),
         "cuda_driver_mismatch",
     ),
     (
         (
-            "NVRM: API mismatch: the client has the version 550.54.15, but NVRM: this kernel module "
+            "NVRM: API mismatch: the client has the version 550.54.15, but NVRM: this kernel "
+            "module "
             "has the version 535.161.08."
         ),
         "cuda_driver_mismatch",
@@ -212,7 +216,8 @@ CASES = [
     # --- fabric_manager ---------------------------------------------------------------------
     (
         (
-            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you run "
+            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did "
+            "you run "
             "some cuda functions before calling NumCudaDevices() that might have already set an "
             "error? Error 802: system not yet initialized (Triggered internally at "
             "../c10/cuda/CUDAFunctions.cpp:108.)"
@@ -301,3 +306,110 @@ def test_source_form_names_its_cause(log: str, cause: str) -> None:
 @pytest.mark.parametrize("line", NEAR_MISSES)
 def test_near_miss_names_no_cause(line: str) -> None:
     assert diagnose_text(line + "\n").causes == ()
+
+
+TP2 = (
+    "INFO 05-10 15:50:01 [core.py:58] Initializing a V1 LLM engine (v0.10.1) with "
+    "config: model='/m', tensor_parallel_size=2, pipeline_parallel_size=1\n"
+)
+HEARTBEAT = (
+    "(APIServer pid=300) DEBUG 05-10 15:52:{s:02d} [utils.py:777] Waiting for 1 local, 0 "
+    "remote core engine proc(s) to start.\n"
+)
+LOADED = (
+    "(Worker_TP1 pid=302) INFO 05-10 15:51:20 [gpu_model_runner.py:1347] Model loading "
+    "took 14.9926 GiB and 5.101 seconds\n"
+)
+SERVING = (
+    "(APIServer pid=300) INFO 05-10 15:55:00 [api_server.py:1090] Starting vLLM API "
+    "server 0 on http://0.0.0.0:8000\n"
+)
+
+
+def _heartbeats(count: int = 40) -> str:
+    return "".join(HEARTBEAT.format(s=i % 60) for i in range(count))
+
+
+# A log that stops at a stage (no error after it) -> the likely cause of a hang there.
+STALLS = [
+    (
+        TP2
+        + (
+            "(Worker_TP0 pid=301) INFO 05-10 15:50:09 [gpu_model_runner.py:1329] Starting to "
+            "load model /m...\n"
+        )
+        + (
+            "Loading safetensors checkpoint shards:  38% Completed | 11/29 [01:02<01:48,  "
+            "5.61s/it]\n"
+        ),
+        "host_oom",
+    ),
+    (
+        TP2
+        + LOADED
+        + (
+            "(Worker_TP0 pid=301) INFO 05-10 15:51:40 [gpu_worker.py:227] Available KV cache "
+            "memory: 51.31 GiB\n"
+        )
+        + "Capturing CUDA graph shapes:  12%|#2        | 8/67 [00:01<00:12,  4.61it/s]\n",
+        "nccl_p2p",
+    ),
+    (
+        LOADED
+        + (
+            "(EngineCore_DP0 pid=301) INFO 05-10 15:51:22 [backends.py:508] Using cache "
+            "directory: /root/.cache/vllm/torch_compile_cache/a599c65868/rank_0_0/backbone for "
+            "vLLM's torch.compile\n"
+        )
+        + (
+            "(EngineCore_DP0 pid=301) INFO 05-10 15:51:36 [backends.py:519] Dynamo bytecode "
+            "transform time: 14.33 s\n"
+        ),
+        "tmp_shared",
+    ),
+    (TP2 + LOADED + _heartbeats(), "nccl_p2p"),
+    (TP2 + _heartbeats(), "nccl_p2p"),
+    (
+        (
+            "[I socket.cpp:480] [c10d] The server socket has started to listen on [::]:29500.\n"
+            "INFO:torch.distributed.distributed_c10d:Waiting in store based barrier to "
+            "initialize process group for rank: 0, key: store_based_barrier_key:1 (world_size=2, "
+            "num_workers_joined=1, timeout=0:30:00)\n"
+        ),
+        "nccl_network",
+    ),
+]
+
+# The same stages followed by the server coming up: not a hang.
+NOT_STALLS = [
+    STALLS[0][0]
+    + "Loading safetensors checkpoint shards: 100% Completed | 29/29 [02:50<00:00,  5.88s/it]\n"
+    + LOADED
+    + SERVING,
+    STALLS[1][0]
+    + (
+        "INFO 05-10 15:52:30 [gpu_model_runner.py:2000] Graph capturing finished in 9 secs, "
+        "took 0.52 GiB\n"
+    )
+    + SERVING,
+    STALLS[2][0]
+    + (
+        "(EngineCore_DP0 pid=301) INFO 05-10 15:51:44 [backends.py:155] Directly load the "
+        "compiled graph(s) for compile range (1, 8192) from the cache, took 1.803 s\n"
+    ),
+    TP2 + LOADED + _heartbeats() + SERVING,
+    # one GPU: the heartbeat alone says nothing about P2P
+    LOADED + _heartbeats(),
+]
+
+
+@pytest.mark.parametrize(("log", "cause"), STALLS)
+def test_log_that_stops_at_a_stage_names_its_likely_cause(log: str, cause: str) -> None:
+    causes = diagnose_text(log).causes
+    assert causes and causes[0].cause == cause, [(f.cause, f.signature) for f in causes]
+    assert causes[0].confidence < 0.7  # a stage marker is a hint, never a confident cause
+
+
+@pytest.mark.parametrize("log", NOT_STALLS)
+def test_stage_followed_by_serving_or_on_one_gpu_is_not_a_hang(log: str) -> None:
+    assert diagnose_text(log).causes == ()
