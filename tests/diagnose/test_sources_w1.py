@@ -232,6 +232,18 @@ CASES = [
         ),
         "ulimit_mmap",
     ),
+    (
+        (
+            "UserWarning: CUDA initialization: Unexpected error from cudaGetDeviceCount(). Did you "
+            "run some cuda functions before calling NumCudaDevices() that might have already set an\n"
+            "error? Error 2: out of memory (Triggered internally at c10/cuda/CUDAFunctions.cpp:108.)"
+        ),
+        "ulimit_mmap",
+    ),
+    (
+        "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.",
+        "ulimit_mmap",
+    ),
     # host_oom
     ("Memory cgroup out of memory: Killed process 4242 (python3)", "host_oom"),
     (
