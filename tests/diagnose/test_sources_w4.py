@@ -146,6 +146,18 @@ CASES = [
         ),
         "gpu_memory_utilization",
     ),
+    (
+        (
+            "RuntimeError: CUDA out of memory occurred when warming up sampler with 256 dummy "
+            "requests. Please try lowering `max_num_seqs` or `gpu_memory_utilization` when "
+            "initializing the engine."
+        ),
+        "gpu_memory_utilization",
+    ),
+    (
+        "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+        "gpu_memory_utilization",
+    ),
     # --- kv_cache_too_small ---------------------------------------------------------------
     (
         (
