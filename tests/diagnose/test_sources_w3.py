@@ -248,6 +248,21 @@ CASES = [
         ),
         "dtype_unsupported",
     ),
+    (
+        (
+            "ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want "
+            "to train the model on CPU. You need Ampere+ GPU with cuda>=11.0."
+        ),
+        "dtype_unsupported",
+    ),
+    (
+        (
+            "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx( handle, "
+            "opa, opb, m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, "
+            "CUDA_R_16BF, ldc, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`"
+        ),
+        "dtype_unsupported",
+    ),
     # quant_unsupported_gpu
     (
         (
@@ -359,6 +374,11 @@ NEAR_MISSES = [
     ),
     # a helper removed from transformers (remote code too old): not a missing model class
     "ImportError: cannot import name 'is_torch_fx_available' from 'transformers.utils'",
+    # cuBLAS refusing a float32 GEMM is not a bf16 problem
+    (
+        "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasSgemm( handle, "
+        "opa, opb, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc)`"
+    ),
     # the parser's own help text in a --help dump
     "  --tool-call-parser {hermes,llama3_json,mistral}  Select the tool call parser",
 ]
