@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from hangar.diagnose import reader
+from hangar.diagnose import reader, runs
 from hangar.diagnose.knowledge import KnowledgeBase, load
 from hangar.diagnose.model import CAUSES, Cause, Diagnosis, Evidence
 from hangar.diagnose.reader import UnreadableLog
@@ -40,12 +40,22 @@ def diagnose_paths(
     kb: KnowledgeBase | None = None,
     *,
     names: Mapping[Path, str] | None = None,
+    run_context: bool = True,
 ) -> Diagnosis:
     """Scan every file (directories expand to their log files), in the order given;
-    ``names`` replaces a file's path in messages and evidence (stdin's private copy)."""
+    ``names`` replaces a file's path in messages and evidence (stdin's private copy).
+
+    A log inside a run dir of `hangar launch` brings what the launch recorded (ulimits,
+    TMPDIR, driver, GPUs, env, target: runs.context_lines) as one more source, scanned
+    last, so that a symptom and its context can meet (``run_context=False``: logs only)."""
     scanner = Scanner(kb or load())
-    for source in reader.expand([Path(p) for p in paths], names):
+    inputs = [Path(p) for p in paths]
+    for source in reader.expand(inputs, names):
         scanner.feed_source(source)
+    for run_dir in runs.run_dirs(inputs) if run_context else ():
+        lines = runs.context_lines(run_dir)
+        if lines:
+            scanner.feed_lines(runs.source_name(run_dir), lines)
     return scanner.diagnosis()
 
 

@@ -122,6 +122,11 @@ class Scanner:
             line_no = self._scan_buffer(source.name, order, chunk, line_no)
         self._close(line_no)
 
+    def feed_lines(self, name: str, lines: list[str]) -> None:
+        """Scan lines that are no file (a launch's recorded context, ``hangar-run:<id>``)."""
+        text = "".join(f"{line}\n" for line in lines).encode("utf-8")
+        self.feed(reader.Source(name), [text])
+
     def feed_source(self, source: reader.Source) -> None:
         """Scan one input: memory-mapped when it is a plain file, else streamed."""
         with reader.mapped(source) as view:
