@@ -258,6 +258,20 @@ CASES = [
         ),
         "host_oom",
     ),
+    (
+        (
+            "(raylet) node_manager.cc:3007: 2 Workers (tasks /\n actors) killed due to memory pressure "
+            "(OOM), 0 Workers crashed due to other reasons at node (ID: 7f, IP: 10.0.0.2)"
+        ),
+        "host_oom",
+    ),
+    (
+        (
+            "open files                      (-n) 1024\nrocblaslt error: Could not load "
+            "/opt/venv/lib/python3.11/site-packages/torch/lib/hipblaslt/library/TensileLibrary_lazy_gfx942.dat"
+        ),
+        "ulimit_nofile",
+    ),
     # tmp_shared: any quoting of a /tmp path, Ray's session dir, the HF cache lock
     ("Permission denied: /tmp/tvm-debug-mode-tempdirs/0001", "tmp_shared"),
     ("mkdir: cannot create directory '/tmp/ray/session_2025': Permission denied", "tmp_shared"),
@@ -330,6 +344,8 @@ CASES = [
 ]
 
 NEAR_MISSES = [
+    # a missing Tensile file without a small open-file limit is an install/arch problem
+    "rocblaslt error: Cannot read /opt/rocm/lib/TensileLibrary_lazy_gfx1100.dat: No such file or directory",
     # `ulimit -a` of a healthy job names no cause by itself
     "virtual memory          (kbytes, -v) 67108864",
     "Max address space         unlimited            unlimited            bytes",
