@@ -264,6 +264,7 @@ CASES = [
         "dtype_unsupported",
     ),
     # quant_unsupported_gpu
+    ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.", "quant_unsupported_gpu"),
     (
         (
             "ValueError: FP8 quantized models is only supported on GPUs with compute capability >= "
