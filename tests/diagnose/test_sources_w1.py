@@ -244,6 +244,7 @@ CASES = [
         "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary resources.",
         "ulimit_mmap",
     ),
+    ("ImportError: /opt/venv/lib/libtorch_cuda.so: cannot map zero-fill pages", "ulimit_mmap"),
     # host_oom
     ("Memory cgroup out of memory: Killed process 4242 (python3)", "host_oom"),
     (
@@ -414,4 +415,12 @@ def test_noexec_mount_is_not_the_address_space() -> None:
 def test_bare_enomem_is_a_low_guess_with_both_suspects() -> None:
     causes = diagnose_text("OSError: [Errno 12] Cannot allocate memory\n").causes
     assert [c.cause for c in causes] == ["host_oom", "ulimit_mmap"]
+    assert causes[0].confidence < 0.5
+
+
+def test_a_bare_failed_allocation_suspects_a_limit_first() -> None:
+    # Linux overcommits: exhausted RAM shows as the OOM killer, a failed malloc as a limit
+    log = "terminate called after throwing an instance of 'std::bad_alloc'\n  what():  std::bad_alloc\n"
+    causes = diagnose_text(log).causes
+    assert [c.cause for c in causes] == ["ulimit_mmap", "host_oom"]
     assert causes[0].confidence < 0.5
