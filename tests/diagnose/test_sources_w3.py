@@ -109,6 +109,13 @@ CASES = [
         "unsupported_architecture",
     ),
     ("TypeError: Error: --enable-reasoning requires --reasoning-parser", "missing_parser"),
+    (
+        (
+            "RuntimeError: Failed to load the processor. If the processor is a custom processor not "
+            "yet available in the HuggingFace transformers library,"
+        ),
+        "unsupported_architecture",
+    ),
     # tp_heads_divisibility
     (
         RAY + "ValueError: Total number of attention heads (28) must be divisible by tensor "
