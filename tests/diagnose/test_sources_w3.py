@@ -455,3 +455,15 @@ def test_a_model_class_missing_from_transformers_explains_the_failed_inspection(
         "check the logs for more details.\n"
     )
     assert diagnose_text(log).causes[0].cause == "unsupported_architecture"
+
+
+def test_a_device_assert_is_the_forced_context_only_with_the_override_recorded() -> None:
+    # The env line is how runs.context_lines prints a launch's recorded env (`env` format).
+    crash = (
+        "../aten/src/ATen/native/cuda/Indexing.cu:1289: indexSelectLargeIndex: block: [12,0,0], "
+        "thread: [64,0,0] Assertion `srcIndex < srcSelectDimSize` failed.\n"
+        "RuntimeError: CUDA error: device-side assert triggered\n"
+    )
+    assert "max_model_len_exceeds_config" not in [c.cause for c in diagnose_text(crash).causes]
+    recorded = "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\n" + crash
+    assert diagnose_text(recorded).causes[0].cause == "max_model_len_exceeds_config"
