@@ -145,6 +145,51 @@ CASES = [
         ),
         "nccl_p2p",
     ),
+    # NCCLCHECK's error trace (checks.h INFO '%s:%d -> %d'): the first frame names the layer
+    (
+        (
+            "h:2330:2658 [2] NCCL INFO misc/socket.cc:567 -> 2\n"
+            "h:2330:2658 [2] NCCL INFO bootstrap.cc:270 -> 2\n"
+        ),
+        "nccl_network",
+    ),
+    ("node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2", "shm_ipc"),
+    # SIGBUS in a process with NCCL mapped (UCX's handler text), POSIX semaphores and torch shm
+    (
+        (
+            "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+            " 5 0x00000000000489b1 ???()  /usr/lib/x86_64-linux-gnu/libnccl.so.2:0\n"
+        ),
+        "shm_ipc",
+    ),
+    (
+        (
+            "    sl = self._semlock = _multiprocessing.SemLock(\n"
+            "OSError: [Errno 28] No space left on device\n"
+        ),
+        "shm_ipc",
+    ),
+    (
+        "RuntimeError: unable to write to file </torch_1624_1163512929>: No space left on device (28)",
+        "shm_ipc",
+    ),
+    (
+        (
+            "RuntimeError: unable to open shared memory object </torch_31124_2696026929> in read-write "
+            "mode: No such file or directory (2)"
+        ),
+        "shm_ipc",
+    ),
+    # nccl-tests (src/common.cu) stops at its table header: the first all-reduce hangs
+    (
+        (
+            "#   Rank  0 uses device  0 [0x05] Tesla M40 24GB\n"
+            "#   Rank  1 uses device  1 [0x08] Tesla M40 24GB\n"
+            "#                                                 out-of-place                    in-place\n"
+            "#      bytes             N    type      op     time  algbw  busbw      res     time  algbw\n"
+        ),
+        "nccl_p2p",
+    ),
     # NCCL init.cc; CUDA cudaErrorInvalidDevice
     (
         (
@@ -287,6 +332,12 @@ HEALTHY = [
     "INFO 05-10 15:51:02 [ray_utils.py:300] No current placement group found. Creating a new placement group.",
     "ninja: no work to do.",
     "ERROR app.worker: Could not establish connection to Redis after maximum retries.",
+    # nccl-tests that ran to the end
+    (
+        "#                                                 out-of-place                    in-place\n"
+        "           8             2   float     sum    18.42    0.00    0.00  0e+00    18.11\n"
+        "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 10.5\n"
+    ),
     # vLLM's NCCL sanity script passing: Init COMPLETE, then its success lines and teardown
     (
         "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId a000 commId 0x6f - "
@@ -369,3 +420,7 @@ def test_shm_segment_error_is_not_read_as_the_network() -> None:
 def test_a_redis_client_of_another_app_is_not_ray() -> None:
     line = "ConnectionError: Could not establish connection to Redis at redis://cache:6379"
     assert all(c.cause != "ray_cluster" for c in diagnose_text(line).causes)
+
+
+def test_a_bus_error_without_shared_memory_evidence_is_not_shm() -> None:
+    assert all(c.cause != "shm_ipc" for c in diagnose_text("Bus error (core dumped)").causes)
