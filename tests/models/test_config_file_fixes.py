@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hangar.errors import InputError
-from hangar.models.config import read_fix
+from hangar.models.config_file import read_fix
 from hangar.models.sources import load_model
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from hangar.errors import InputError
 from hangar.models import load_model
-from hangar.models.config import derive_max_len, parse_config
+from hangar.models.config import parse_config
+from hangar.models.context_length import derive_max_len
 from hangar.models.sources import catalog_folders, from_catalog
 
 

@@ -12,12 +12,8 @@ import pytest
 from hangar.hardware import lookup
 from hangar.hardware.spec import Hardware
 from hangar.models import load_model
-from hangar.models.config import (
-    KV_HEAD_ALIASES,
-    MAX_LEN_KEYS,
-    MLA_MODEL_TYPES,
-    ROPE_TYPES_ALREADY_SCALED,
-)
+from hangar.models.config import KV_HEAD_ALIASES, MLA_MODEL_TYPES
+from hangar.models.context_length import MAX_LEN_KEYS, ROPE_TYPES_ALREADY_SCALED
 from hangar.planning import PlanRequest, plan
 from hangar.planning.facts import (
     FP16_REFUSED,

@@ -59,7 +59,7 @@ def _read_fix(path: Path, exc: OSError) -> str:
     """The fix for why ``path`` could not be read: a missing file is written by init."""
     if exc.errno == errno.ENOENT:
         return "hangar init   (writes ./hangar.toml)"
-    from hangar.models.config import read_fix
+    from hangar.models.config_file import read_fix
 
     return read_fix(path, exc)
 

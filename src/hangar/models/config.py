@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hangar.errors import InputError
+from hangar.models.context_length import derive_max_len, rope_entries, rope_type, yarn_max_len
 from hangar.models.features import ModelFeatures, feature_tags, model_features
 from hangar.models.fields import Config, Reader, first, model_type_of, text_config
 from hangar.models.layers import (
@@ -27,6 +28,7 @@ from hangar.models.params import loaded_params, weight_bytes
 from hangar.models.quant import parse_quant
 from hangar.models.spec import ModelSpec
 from hangar.models.tying import tie_word_embeddings
+from hangar.models.validate import positive, validate_fields
 
 # vllm/transformers_utils/config.py:56 CONFIG_FIELD_ALIASES["total_num_kv_heads"] (0.33), in order;
 # vLLM falls back to num_attention_heads.
@@ -36,35 +38,6 @@ KV_HEAD_ALIASES = (
     "num_key_value_heads",
     "multi_query_group_num",
     "num_attention_groups",
-)
-# vllm/transformers_utils/model_arch_config_convertor.py:376 derive_max_model_len_and_key (0.33;
-# same list in 0.8.5-0.20 _get_and_verify_max_len): the minimum of these keys, except that a
-# truthy model_max_length then overrides it.
-MAX_LEN_KEYS = (
-    "max_position_embeddings",
-    "n_positions",
-    "max_seq_len",
-    "seq_length",
-    "model_max_length",
-    "max_target_positions",
-    "max_sequence_length",
-    "max_seq_length",
-    "seq_len",
-)
-# RoPE types whose factor vLLM does not apply to the derived length, because
-# max_position_embeddings is already the scaled length: vllm/config/model.py:2613
-# _get_and_verify_max_len (0.33). Every other type (linear, dynamic, default, mrope->default...)
-# multiplies by its `factor` when it has one. 0.20 excluded only su/longrope/llama3 and turned yarn
-# into original_max_position_embeddings x factor; 0.8.5-0.11 did that for the single rope_scaling.
-ROPE_TYPES_ALREADY_SCALED = frozenset(
-    {
-        "su",
-        "longrope",
-        "llama3",
-        "yarn",
-        "deepseek_yarn",
-        "deepseek_llama_scaling",
-    }
 )
 # vLLM 0.33 is_deepseekmla_spec() text-config model types, in order
 # (vllm/transformers_utils/model_arch_config_convertor.py:294; vLLM also requires kv_lora_rank,
@@ -143,189 +116,6 @@ def _head_dim(cfg: Config, r: Reader, hidden: int, heads: int) -> int:
     return hidden // heads
 
 
-def _rope_entries(cfg: Config) -> list[Mapping[str, Any]]:
-    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
-    if not isinstance(rope, Mapping):
-        return []
-    if any(isinstance(v, Mapping) for v in rope.values()):  # per-layer-type rope parameters
-        return [v for v in rope.values() if isinstance(v, Mapping)]
-    return [rope]
-
-
-def _rope_type(entry: Mapping[str, Any]) -> str:
-    return str(entry.get("rope_type") or entry.get("type") or "default")
-
-
-def derive_max_len(cfg: Config, full_cfg: Config) -> tuple[int, str, int, int | None]:
-    """(derived length, key it came from, default max_model_len, model_max_length).
-
-    Mirrors vllm/config/model.py _get_and_verify_max_len (0.11-0.33): the minimum of the
-    length keys, model_max_length overriding, then rope scaling factors that are not
-    already folded into max_position_embeddings.
-    """
-    best: tuple[float, str] | None = None
-    for key in MAX_LEN_KEYS:
-        value = cfg.get(key)
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            continue
-        if best is None or value < best[0]:
-            best = (float(value), key)
-    if best is None:
-        best = (2048, "default")  # vLLM warns and assumes 2048
-    derived, key = float(best[0]), best[1]
-    mml = cfg.get("model_max_length")
-    if isinstance(mml, (int, float)) and not isinstance(mml, bool) and mml:
-        derived, key = float(mml), "model_max_length"  # Command-R / Cohere override the minimum
-    # "gemma3" anywhere in the text model_type: its length is already scaled
-    if "gemma3" not in (model_type_of(cfg) or model_type_of(full_cfg)):
-        factor = 1.0  # vLLM keeps the *last* non-exempt factor (all layer types share one)
-        for entry in _rope_entries(cfg):
-            if _rope_type(entry) not in ROPE_TYPES_ALREADY_SCALED:
-                factor = float(entry.get("factor") or factor)
-        derived *= factor
-    default = int(derived)
-    for entry in _rope_entries(cfg):
-        if _rope_type(entry) in ("longrope", "su") and cfg.get("original_max_position_embeddings"):
-            default = int(cfg["original_max_position_embeddings"])
-    top_mml = mml or full_cfg.get("model_max_length")
-    mml_int = (
-        int(top_mml)
-        if isinstance(top_mml, (int, float)) and not isinstance(top_mml, bool)
-        else None
-    )
-    return int(derived), key, default, mml_int
-
-
-# torch dtypes a config may declare (transformers writes str(torch.dtype) minus "torch.").
-KNOWN_DTYPES = frozenset(
-    {
-        "float16",
-        "bfloat16",
-        "float32",
-        "float64",
-        "half",
-        "float",
-        "double",
-        "auto",
-        "float8_e4m3fn",
-        "float8_e5m2",
-        "int8",
-        "uint8",
-    }
-)
-# Counts that must be >= 1 when present (a 0 or negative value is a broken config, not a model).
-POSITIVE_FIELDS = (
-    "num_hidden_layers",
-    "n_layer",
-    "num_layers",
-    "num_key_value_heads",
-    "num_kv_heads",
-    "intermediate_size",
-    "vocab_size",
-    "max_position_embeddings",
-    "head_dim",
-    "num_experts",
-    "num_local_experts",
-    "n_routed_experts",
-    "num_experts_per_tok",
-    # read as int(...) by models/layers.py; a period or step of 0 would divide by zero
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "qk_nope_head_dim",
-    "v_head_dim",
-    "attn_layer_period",
-    "expert_layer_period",
-    "full_attention_interval",
-    "interleave_moe_layer_step",
-    "decoder_sparse_step",
-    "original_max_position_embeddings",
-    "linear_conv_kernel_dim",
-    "linear_num_key_heads",
-    "linear_num_value_heads",
-    "linear_key_head_dim",
-    "linear_value_head_dim",
-    "state_size",
-    "conv_kernel",
-    "expand",
-    "mamba_expand",
-    "mamba_d_state",
-    "mamba_d_conv",
-)
-# Also read as int(...), where 0 is meaningful (an offset, no dense layers, no indexer).
-NON_NEGATIVE_FIELDS = (
-    "attn_layer_offset",
-    "expert_layer_offset",
-    "first_k_dense_replace",
-    "index_head_dim",
-)
-
-
-def _positive(value: int, field: str, path: str) -> None:
-    if value <= 0:
-        raise InputError(
-            f"must be a positive integer, got {value}",
-            source=path,
-            field=field,
-            hint=f"fix '{field}' in {path} (compare with the model's config.json on the hub)",
-        )
-
-
-def _validate_fields(cfg: Config, full: Config, path: str) -> None:
-    """Refuse impossible values with the field's own name, before anything is derived."""
-    r = Reader(cfg, path)
-    for field in POSITIVE_FIELDS:
-        if cfg.get(field) is not None:
-            _positive(r.integer(field), field, path)
-    for field in NON_NEGATIVE_FIELDS:
-        if cfg.get(field) is not None and r.integer(field) < 0:
-            raise InputError(
-                f"must be 0 or more, got {cfg[field]!r}",
-                source=path,
-                field=field,
-                hint=f"fix '{field}' in {path}",
-            )
-    attn = cfg.get("attn_config")
-    if isinstance(attn, Mapping) and attn.get("kv_n_heads") is not None:  # DBRX
-        value = Reader(attn, f"{path}: attn_config").integer("kv_n_heads")
-        _positive(value, "attn_config.kv_n_heads", path)
-    dtype = first(cfg, "torch_dtype", "dtype") or first(full, "torch_dtype", "dtype")
-    if dtype is not None and str(dtype).replace("torch.", "") not in KNOWN_DTYPES:
-        field = (
-            "torch_dtype" if first(cfg, "torch_dtype") or first(full, "torch_dtype") else "dtype"
-        )
-        raise InputError(
-            f"unknown dtype {dtype!r}",
-            source=path,
-            field=field,
-            hint=f"use one of bfloat16, float16, float32 for '{field}' in {path}",
-        )
-    for entry in _rope_entries(cfg):
-        factor = entry.get("factor")
-        if factor is not None and (
-            isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0
-        ):
-            raise InputError(
-                f"expected a positive number, got {factor!r}",
-                source=path,
-                field="rope_scaling.factor",
-                hint=f"fix rope_scaling.factor in {path}, e.g. 4.0",
-            )
-
-
-def yarn_max_len(cfg: Config) -> int | None:
-    """vLLM 0.8.5-0.20: for a YaRN rope_scaling, derived = original_max_position_embeddings x
-    factor (config.py _get_and_verify_max_len: `if rope_type == "yarn": derived_max_model_len =
-    rope_scaling["original_max_position_embeddings"]`, then `*= scaling_factor`)."""
-    for entry in _rope_entries(cfg):
-        original = entry.get("original_max_position_embeddings")
-        factor = entry.get("factor")
-        if not isinstance(factor, (int, float)) or isinstance(factor, bool):
-            continue
-        if _rope_type(entry) == "yarn" and isinstance(original, int) and original > 0:
-            return int(original * factor)
-    return None
-
-
 def _dtype(cfg: Config, full: Config) -> str:
     value = first(cfg, "torch_dtype", "dtype") or first(full, "torch_dtype", "dtype")
     return str(value or "float32").replace("torch.", "")
@@ -378,7 +168,7 @@ def parse_config(
             field="architectures",
             hint=f'name the model class in {path}, e.g. "architectures": ["LlamaForCausalLM"]',
         )
-    _validate_fields(cfg, full, path)
+    validate_fields(cfg, full, path)
     hidden = r.integer("hidden_size", "n_embd", "d_model", "dim")
     attention_free = model_type_of(cfg) in ATTENTION_FREE_TYPES
     heads = r.integer(
@@ -389,9 +179,9 @@ def parse_config(
         "decoder_attention_heads",
         default=0 if attention_free else None,
     )
-    _positive(hidden, "hidden_size", path)
+    positive(hidden, "hidden_size", path)
     if not attention_free:
-        _positive(heads, "num_attention_heads", path)
+        positive(heads, "num_attention_heads", path)
     mla = (
         mla_spec(cfg)
         if (model_type_of(cfg) in MLA_MODEL_TYPES or cfg.get("kv_lora_rank"))
@@ -413,7 +203,7 @@ def parse_config(
     derived, key, default_len, mml = derive_max_len(cfg, full)
     head_dim = _head_dim(cfg, r, hidden, heads)
     quant = parse_quant(full, quant_file)
-    rope = _rope_entries(cfg)
+    rope = rope_entries(cfg)
     spec_fields: dict[str, Any] = {
         "id": model_id,
         "source": source,
@@ -446,7 +236,7 @@ def parse_config(
         "default_max_len": default_len,
         "yarn_max_len": yarn_max_len(cfg),
         "model_max_length": mml,
-        "rope_type": _rope_type(rope[0]) if rope else None,
+        "rope_type": rope_type(rope[0]) if rope else None,
         "rope_factor": float(rope[0]["factor"]) if rope and rope[0].get("factor") else None,
         "sliding_window": sliding_window(cfg),
         "attention_chunk_size": cfg.get("attention_chunk_size"),
@@ -511,54 +301,3 @@ def config_features(full: Config, path: str = "config.json") -> ModelFeatures | 
     except InputError:
         return None
     return model_features(spec)
-
-
-def load_config_file(path: Path) -> dict[str, Any]:
-    """Read a JSON file; malformed content becomes one InputError line naming the file."""
-    import json
-
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(
-            f"cannot read: {exc.strerror}", source=str(path), hint=read_fix(path, exc)
-        ) from exc
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        where = (
-            f" (line {exc.lineno}, column {exc.colno})"
-            if isinstance(exc, json.JSONDecodeError)
-            else ""
-        )
-        raise InputError(
-            f"not valid JSON{where}: {exc.msg if isinstance(exc, json.JSONDecodeError) else 'not UTF-8'}",
-            source=str(path),
-            hint="re-download the file or fix the JSON syntax",
-        ) from exc
-    if not isinstance(data, dict):
-        raise InputError(
-            f"top level must be a JSON object, not a {_json_kind(data)}",
-            source=str(path),
-            hint="point Hangar at the model's Hugging Face config.json (it starts with {)",
-        )
-    return data
-
-
-def _json_kind(value: Any) -> str:
-    names = {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
-
-
-def read_fix(path: Path, exc: OSError) -> str:
-    """The fix for why ``path`` could not be read, by errno (shared by every reader of a
-    user's file: config.json here, hangar.toml in deploy/io.py)."""
-    import errno
-    import shlex
-
-    shown = shlex.quote(str(path))
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return f"chmod u+r {shown}   (or run as the file's owner)"
-    if exc.errno == errno.EISDIR:
-        return f"{shown} is a directory: pass the file itself, or the directory that holds it"
-    return f"check that {shown} exists"

@@ -27,7 +27,8 @@ from urllib.parse import urlparse
 import yaml
 
 from hangar.errors import BadValue, InputError, ModelNotFound
-from hangar.models.config import load_config_file, parse_config
+from hangar.models.config import parse_config
+from hangar.models.config_file import load_config_file
 from hangar.models.hfcache import repo_cache_dir
 from hangar.models.spec import ModelSpec
 
