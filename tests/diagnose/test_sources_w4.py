@@ -158,6 +158,28 @@ CASES = [
         "RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
         "gpu_memory_utilization",
     ),
+    (
+        # profiling OOM while PyTorch already holds the whole GPU: the weights leave no room
+        _oom_in(
+            ("vllm/worker/worker.py", 229, "determine_num_available_blocks"),
+            ("vllm/worker/model_runner.py", 1290, "profile_run"),
+        ).replace(
+            OOM_ONE_PROCESS,
+            OOM_ONE_PROCESS.replace("17.91 GiB is allocated", "23.11 GiB is allocated"),
+        ),
+        "oom_weights",
+    ),
+    (
+        # a second process of a few MiB (a monitoring agent) does not make the GPU shared
+        (
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 296.00 MiB. GPU 0 has a "
+            "total capacity of 15.61 GiB of which 55.06 MiB is free. Process 1388164 has 246.00 MiB "
+            "memory in use. Including non-PyTorch memory, this process has 15.29 GiB memory in use. "
+            "Of the allocated memory 14.94 GiB is allocated by PyTorch, and 41.12 MiB is reserved by "
+            "PyTorch but unallocated."
+        ),
+        "oom_weights",
+    ),
     # --- kv_cache_too_small ---------------------------------------------------------------
     (
         (
@@ -246,6 +268,14 @@ CASES = [
         "systemd[1]: Failed to start nvidia-fabricmanager.service - NVIDIA fabric manager service.",
         "fabric_manager",
     ),
+    ("cudaSetDevice err: 802", "fabric_manager"),
+    (
+        (
+            'level=DEBUG source=gpu.go:592 msg="Unable to load cudart library '
+            '/usr/lib/ollama/libcudart.so.12.4.127: cudart init failure: 802"'
+        ),
+        "fabric_manager",
+    ),
     # --- slurm ------------------------------------------------------------------------------
     (
         (
@@ -294,6 +324,7 @@ CASES = [
 
 # Lines that share words with the memory signatures but carry no failure of theirs.
 NEAR_MISSES = [
+    "ERROR 05-10 15:51:07 HTTP error 8021 while fetching the page",
     "INFO 05-10 15:49:58 [__init__.py:239] Automatically detected platform cuda.",
     "sbatch: Submitted batch job 4242",
     "srun: job 4242 queued and waiting for resources",
