@@ -166,34 +166,48 @@ FIELD_SETS = (
 
 
 def accuracy() -> None:
-    from hangar.diagnose.evaluate import load_cases, score
+    from hangar.diagnose.evaluate import load_cases, reliability, score
     from hangar.diagnose.knowledge import load
 
     kb = load()
+    pooled: dict[bool, list[tuple[float, bool]]] = {True: [], False: []}
     for corpus, split, label in CORPORA:
         result = score(FIXTURES / corpus, load_cases(FIXTURES / corpus, split), kb)
         print(result.summary(label))
         if split == "heldout" and corpus == "logs_field":
             print("\n".join(result.table()))
+        never_tuned = split == "heldout"
+        if corpus == "logs_posthoc" and split is None:  # pooled: the 5 fixed, not the 14
+            fixed = [c for c in load_cases(FIXTURES / corpus) if c.split != "heldout"]
+            pooled[True] += score(FIXTURES / corpus, fixed, kb).answers
+        else:
+            pooled[not never_tuned] += result.answers
     for folder, label, held_out in FIELD_SETS:
-        _field_set(kb, FIXTURES / folder, label, held_out)
+        answers = _field_set(kb, FIXTURES / folder, label, held_out)
+        pooled[not held_out] += answers if not held_out else []
+    print(f"reliability of the top cause, in-sample ({len(pooled[True])} cases pooled):")
+    print("\n".join(reliability(pooled[True])))
+    print(f"reliability, the never-tuned splits above ({len(pooled[False])} cases):")
+    print("\n".join(reliability(pooled[False])))
 
 
-def _field_set(kb: object, root: Path, label: str, held_out: bool) -> None:
-    """One field-set directory: top-1, top-3, misleading, unknown, precision, confusion table.
-    A held-out one only with HANGAR_BENCH_HELDOUT=1 (measured once, by whoever did not tune on
-    it); a directory not collected yet is named and skipped."""
+def _field_set(kb: object, root: Path, label: str, held_out: bool) -> list[tuple[float, bool]]:
+    """One field-set directory: top-1, top-3, misleading, unknown, precision, confusion table;
+    returns its (confidence, right) answers. A held-out one only with HANGAR_BENCH_HELDOUT=1
+    (measured once, by whoever did not tune on it); a directory not collected yet is named
+    and skipped."""
     from hangar.diagnose.evaluate import load_cases, score
 
     if held_out and os.environ.get(HELDOUT_ENV) != "1":
         print(f"{label}: not measured here (set {HELDOUT_ENV}=1, once)")
-        return
+        return []
     if not (root / "manifest.yaml").is_file():
         print(f"{label}: skipped, no {root.relative_to(FIXTURES.parent.parent)}/manifest.yaml yet")
-        return
+        return []
     result = score(root, load_cases(root), kb)  # type: ignore[arg-type]
     print(result.summary(label))
     print("\n".join(result.table()))
+    return result.answers
 
 
 def timed(

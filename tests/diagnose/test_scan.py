@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from hangar.diagnose import UnreadableLog, diagnose_paths, diagnose_text, reader
+from hangar.diagnose.scan import NAME_FLOOR
 
 HEADS = "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8)."
 
@@ -78,10 +79,14 @@ def test_healthy_log_has_no_cause() -> None:
     assert diagnose_text(log).healthy
 
 
-def test_unknown_traceback_is_other_with_low_confidence() -> None:
+def test_unknown_traceback_names_nothing_and_keeps_the_guess_apart() -> None:
+    # A bare traceback is a guess below the naming floor (scan.NAME_FLOOR): "unknown".
     log = 'Traceback (most recent call last):\n  File "x.py", line 1\nZeroDivisionError: division by zero\n'
-    top = diagnose_text(log).causes[0]
-    assert top.cause == "other" and top.confidence < 0.5
+    diagnosis = diagnose_text(log)
+    assert diagnosis.causes == ()
+    guess = diagnosis.unconfirmed[0]
+    assert guess.cause == "other" and guess.confidence < NAME_FLOOR
+    assert "unconfirmed" not in diagnosis.model_dump(mode="json")  # not in the JSON contract
 
 
 def test_directory_input_and_bad_inputs(tmp_path: Path) -> None:
@@ -202,6 +207,10 @@ def test_a_cause_as_a_verdict_keeps_its_fix_and_first_line() -> None:
     log = "INFO start\nValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).\n"
     top = diagnose_text(log).causes[0]
     verdict = top.as_finding()
-    assert (verdict.id, verdict.severity, verdict.source) == (f"doctor.{top.cause}", "error", "doctor")
+    assert (verdict.id, verdict.severity, verdict.source) == (
+        f"doctor.{top.cause}",
+        "error",
+        "doctor",
+    )
     assert verdict.fix == top.fix and verdict.message == top.explanation
     assert verdict.evidence.endswith(":2: " + top.evidence[0].text)

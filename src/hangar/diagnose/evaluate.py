@@ -17,10 +17,19 @@ import yaml
 
 from hangar.diagnose import reader
 from hangar.diagnose.knowledge import KnowledgeBase
-from hangar.diagnose.model import UNKNOWN
+from hangar.diagnose.model import UNKNOWN, Diagnosis
 from hangar.diagnose.scan import Scanner
 
-__all__ = ["UNKNOWN", "Case", "Score", "load_cases", "ranked_causes", "score"]
+__all__ = [
+    "UNKNOWN",
+    "Case",
+    "Score",
+    "diagnose_case",
+    "load_cases",
+    "ranked_causes",
+    "reliability",
+    "score",
+]
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,8 @@ class Score:
     said_unknown: int = 0
     confusion: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     misses: list[str] = field(default_factory=list)
+    # (confidence of the top cause, 0.0 when none was named; whether the answer was right)
+    answers: list[tuple[float, bool]] = field(default_factory=list)
 
     def rate(self, part: int, whole: int | None = None) -> float:
         whole = self.total if whole is None else whole
@@ -70,6 +81,31 @@ class Score:
         return rows
 
 
+# Upper bounds of the reliability bins: 0 is "named nothing"; 0.5 is where --llm is skipped.
+BINS = (0.0, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0)
+
+
+def reliability(answers: list[tuple[float, bool]]) -> list[str]:
+    """Per confidence bin: how many top causes, how many right, mean confidence (does the
+    confidence of the top cause predict being right?)."""
+    rows, low = [], -1.0
+    for high in BINS:
+        part = [(c, ok) for c, ok in answers if low < c <= high]
+        low = high
+        if not part:
+            continue
+        right = sum(ok for _, ok in part)
+        mean = sum(c for c, _ in part) / len(part)
+        label = (
+            "named nothing" if high == 0.0 else f"({BINS[BINS.index(high) - 1]:.1f}, {high:.1f}]"
+        )
+        rows.append(
+            f"  {label:14s} {right:3d}/{len(part):<3d} right = {right / len(part):6.1%}, "
+            f"mean confidence {mean:.2f}"
+        )
+    return rows
+
+
 def load_cases(root: Path, split: str | None = None) -> list[Case]:
     """The manifest's cases, optionally only those of one split (``dev`` / ``heldout``)."""
     raw: dict[str, Any] = yaml.safe_load((root / "manifest.yaml").read_text(encoding="utf-8"))
@@ -86,23 +122,29 @@ def load_cases(root: Path, split: str | None = None) -> list[Case]:
     return [c for c in cases if split is None or c.split == split]
 
 
-def ranked_causes(paths: list[Path], kb: KnowledgeBase) -> list[str]:
+def diagnose_case(paths: list[Path], kb: KnowledgeBase) -> Diagnosis:
     scanner = Scanner(kb)
     for source in reader.expand(paths):
         scanner.feed_source(source)
-    return [f.cause for f in scanner.diagnosis().causes]
+    return scanner.diagnosis()
+
+
+def ranked_causes(paths: list[Path], kb: KnowledgeBase) -> list[str]:
+    return [f.cause for f in diagnose_case(paths, kb).causes]
 
 
 def score(root: Path, cases: list[Case], kb: KnowledgeBase) -> Score:
     result = Score()
     for case in cases:
-        _tally(result, case, ranked_causes([root / case.file], kb))
+        _tally(result, case, diagnose_case([root / case.file], kb))
     return result
 
 
-def _tally(result: Score, case: Case, causes: list[str]) -> None:
+def _tally(result: Score, case: Case, diagnosis: Diagnosis) -> None:
+    causes = [f.cause for f in diagnosis.causes]
     got = causes[0] if causes else UNKNOWN
     right = got == case.cause
+    result.answers.append((diagnosis.top.confidence if diagnosis.top else 0.0, right))
     result.total += 1
     result.top1 += right
     result.top3 += right or (case.cause in causes[:3])

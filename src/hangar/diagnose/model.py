@@ -155,6 +155,7 @@ class Cause(BaseModel):
     cause_title: str = Field(default="", exclude=True, description="the cause table's title")
     preflight_rule: str | None = Field(default=None, exclude=True)
     repeats: int = Field(default=1, exclude=True, description="duplicate lines folded (ranks)")
+    stall: bool = Field(default=False, exclude=True, description="named by a stage marker")
 
     def as_finding(self) -> Finding:
         """The cause as a verdict (``doctor.<cause>``), with its first evidence line."""
@@ -177,6 +178,9 @@ class Diagnosis(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     causes: tuple[Cause, ...] = ()
+    # Guesses below the naming floor (scan.NAME_FLOOR) when no cause reaches it: not a
+    # diagnosis ("unknown"), kept for a reader that wants to show them as guesses.
+    unconfirmed: tuple[Cause, ...] = Field(default=(), exclude=True)
     files: tuple[str, ...] = Field(default=(), exclude=True)
     lines_scanned: int = Field(default=0, exclude=True)
     bytes_scanned: int = Field(default=0, exclude=True)

@@ -31,6 +31,13 @@ MAX_EVIDENCE = 4
 MAX_TEXT = 400
 SUPPRESS_FACTOR = 0.5
 MIN_CONFIDENCE = 0.15
+# Below this the best cause is a guess, not a diagnosis: the doctor names nothing ("unknown")
+# and keeps the guesses apart (Diagnosis.unconfirmed). Measured by bench/doctor.py's
+# reliability table (at 9d1e488, fixture corpora): top causes in (0, 0.3] were right 0 of 3
+# times (bare tracebacks and "engine core failed" read as `other`), in (0.3, 0.5] 8 of 9,
+# above 0.5 257 of 258. A stage marker of a log still being written is exempt: its halved confidence
+# carries the "run it again in a few minutes" advice.
+NAME_FLOOR = 0.3
 STALL_WINDOW = 25
 # A log written to this recently may still be progressing: a stage marker at its end is a
 # hang only with less confidence (the `hangar doctor` of a run still starting).
@@ -215,10 +222,11 @@ class Scanner:
         return tuple(None if w is None else max(0.0, self._now - w) for w in self._written)
 
     def diagnosis(self) -> Diagnosis:
+        ranked = rank(self.kb.signatures, self._hits, tuple(self._file_lines), self._quiet_for())
+        named = named_causes(ranked)
         return Diagnosis(
-            causes=tuple(
-                rank(self.kb.signatures, self._hits, tuple(self._file_lines), self._quiet_for())
-            ),
+            causes=tuple(named),
+            unconfirmed=tuple(ranked) if not named else (),
             files=tuple(self.files),
             lines_scanned=self.lines,
             bytes_scanned=self.bytes,
@@ -307,6 +315,13 @@ def rank(
     return [_finding(score, f) for score, f in ordered if score >= MIN_CONFIDENCE]
 
 
+def named_causes(ranked: list[Cause]) -> list[Cause]:
+    """The ranked causes when the best reaches NAME_FLOOR (or is a stage marker), else none."""
+    if not ranked or ranked[0].confidence >= NAME_FLOOR or ranked[0].stall:
+        return ranked
+    return []
+
+
 def _stalls_not_followed_by_errors(fired: list[_Fired]) -> list[_Fired]:
     """A log that stops at a stage marker is a hang; one that goes on to an error is not."""
     last_error = max((f.last for f in fired if f.sig.fallback), default=(-1, -1))
@@ -368,4 +383,5 @@ def _finding(score: float, f: _Fired) -> Cause:
         cause_title=causes()[f.sig.cause].title,
         preflight_rule=f.sig.preflight_rule,
         repeats=f.repeats,
+        stall=f.sig.stall,
     )
