@@ -289,6 +289,18 @@ CASES = [
         "slurm_time_limit",
     ),
     (
+        "4242         vllm-70b        gpu    proj-a         16    TIMEOUT      0:0",
+        "slurm_time_limit",
+    ),
+    ("=>> PBS: job killed: walltime 3605 exceeded limit 3600", "slurm_time_limit"),
+    (
+        (
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure "
+            "that the latest NVIDIA driver is installed and running."
+        ),
+        "cuda_driver_mismatch",
+    ),
+    (
         "srun: error: Unable to allocate resources: Requested node configuration is not available",
         "slurm_resources",
     ),
@@ -324,6 +336,7 @@ CASES = [
 
 # Lines that share words with the memory signatures but carry no failure of theirs.
 NEAR_MISSES = [
+    "4242         vllm-70b        gpu    proj-a         16  COMPLETED      0:0",
     "ERROR 05-10 15:51:07 HTTP error 8021 while fetching the page",
     "INFO 05-10 15:49:58 [__init__.py:239] Automatically detected platform cuda.",
     "sbatch: Submitted batch job 4242",
