@@ -116,6 +116,13 @@ CASES = [
         ),
         "unsupported_architecture",
     ),
+    (
+        (
+            "llama_model_load: error loading model: error loading model architecture: unknown model "
+            "architecture: 'qwen3moe'"
+        ),
+        "unsupported_architecture",
+    ),
     # tp_heads_divisibility
     (
         RAY + "ValueError: Total number of attention heads (28) must be divisible by tensor "
@@ -267,6 +274,13 @@ CASES = [
             "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasGemmEx( handle, "
             "opa, opb, m, n, k, &falpha, a, CUDA_R_16BF, lda, b, CUDA_R_16BF, ldb, &fbeta, c, "
             "CUDA_R_16BF, ldc, CUDA_R_32F, CUBLAS_GEMM_DEFAULT_TENSOR_OP)`"
+        ),
+        "dtype_unsupported",
+    ),
+    (
+        (
+            "RuntimeError: Current CUDA Device does not support bfloat16. Please switch dtype to "
+            "float16."
         ),
         "dtype_unsupported",
     ),
