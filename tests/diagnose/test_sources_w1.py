@@ -433,3 +433,13 @@ def test_a_bare_failed_allocation_suspects_a_limit_first() -> None:
     causes = diagnose_text(log).causes
     assert [c.cause for c in causes] == ["ulimit_mmap", "host_oom"]
     assert causes[0].confidence < 0.5
+
+
+def test_an_optional_file_skipped_by_vllm_is_not_a_hub_failure() -> None:
+    log = (
+        "WARNING 03-02 10:11:12 [repo_utils.py:410] Cannot connect to Hugging Face Hub. Skipping "
+        "file download for 'generation_config.json':\n"
+        "requests.exceptions.ConnectionError: (MaxRetryError(\"HTTPSConnectionPool(host='huggingface.co', "
+        'port=443): Max retries exceeded"))\n'
+    )
+    assert diagnose_text(log).causes == ()
