@@ -190,6 +190,63 @@ CASES = [
         ),
         "nccl_p2p",
     ),
+    # NCCL 2.8-2.12 socket.h / socket.cc, graph/paths.cc, transport/nvls.cc
+    (
+        "n3:7:7 [1] NCCL WARN Net : Connect to 10.0.0.2<43211> failed : Connection refused",
+        "nccl_network",
+    ),
+    ("n3:7:7 [1] NCCL WARN Connect to 10.0.0.2<43211> failed : No route to host", "nccl_network"),
+    (
+        (
+            "n3:7:7 [1] NCCL WARN Net : No interface found in the same subnet as remote address "
+            "fe80::1461:22ff:fe33:b471<45015>"
+        ),
+        "nccl_network",
+    ),
+    (
+        (
+            "h:5:5 [0] NCCL WARN P2P is disabled between NVLINK connected GPUs 1 and 0. This should "
+            "not be the case given their connectivity, and is probably due to a hardware issue."
+        ),
+        "nccl_p2p",
+    ),
+    ("h:5:5 [0] transport/nvls.cc:163 NCCL WARN Cuda failure 1 'invalid argument'", "nccl_p2p"),
+    # vLLM csrc/custom_all_reduce.cuh CUDACHECK
+    ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'invalid argument'", "nccl_p2p"),
+    # torch elastic c10d rendezvous; Gloo device.cc; c10d bind / pyzmq EADDRNOTAVAIL
+    (
+        (
+            "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to "
+            "the C10d store has failed. See inner exception for details."
+        ),
+        "nccl_network",
+    ),
+    (
+        (
+            "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] "
+            "ifa != nullptr. Unable to find address for: eth0"
+        ),
+        "nccl_network",
+    ),
+    (
+        (
+            "RuntimeError: The server socket has failed to listen on any local network address. The "
+            "server socket has failed to bind to 10.0.0.9:29500 (errno: 99 - Cannot assign requested "
+            "address)."
+        ),
+        "nccl_network",
+    ),
+    ("ConnectionError: ray client connection timeout", "ray_cluster"),
+    ("HIP error: invalid device ordinal", "world_size_gpus"),
+    # ptxas / nvcc that predate the GPU; torch cpp_extension's `which c++`
+    (
+        "ptxas fatal   : Value 'sm_103a' is not defined for option 'gpu-name'",
+        "flashinfer_jit_nvcc",
+    ),
+    (
+        "subprocess.CalledProcessError: Command '['which', 'c++']' returned non-zero exit status 1.",
+        "flashinfer_jit_nvcc",
+    ),
     # NCCL init.cc; CUDA cudaErrorInvalidDevice
     (
         (
