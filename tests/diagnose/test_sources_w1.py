@@ -86,6 +86,13 @@ CASES = [
         ),
         "extension_abi_mismatch",
     ),
+    (
+        (
+            "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with "
+            "the current PyTorch installation."
+        ),
+        "extension_abi_mismatch",
+    ),
     # bad_cli_flag: CPython argparse templates (3.8-3.14 wording), click
     ("vllm serve: error: unrecognized arguments: --tool-server demo", "bad_cli_flag"),
     (
