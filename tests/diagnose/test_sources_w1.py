@@ -282,6 +282,22 @@ CASES = [
         ),
         "ulimit_nofile",
     ),
+    ("g++: fatal error: Killed signal terminated program cc1plus", "host_oom"),
+    # other: Triton's resource check, a compiler crash
+    (
+        (
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 81920, "
+            "Hardware limit: 65536. Reducing block sizes or `num_stages` may help."
+        ),
+        "other",
+    ),
+    (
+        (
+            "RuntimeError: Failed to compile /tmp/x/main.c, error: gcc: internal compiler error: "
+            "Segmentation fault signal terminated program cc1"
+        ),
+        "other",
+    ),
     # tmp_shared: any quoting of a /tmp path, Ray's session dir, the HF cache lock
     ("Permission denied: /tmp/tvm-debug-mode-tempdirs/0001", "tmp_shared"),
     ("mkdir: cannot create directory '/tmp/ray/session_2025': Permission denied", "tmp_shared"),
