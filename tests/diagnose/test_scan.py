@@ -103,19 +103,27 @@ def test_directory_input_and_bad_inputs(tmp_path: Path) -> None:
         assert info.value.exit_code == 2
 
 
-def test_line_selector_selects_every_line_that_holds_an_anchor() -> None:
-    # The selector searches the anchors that contain no other one, in groups of Teddy's 64,
-    # with leftmost-longest matching: overlapping and nested anchors on one line must still
-    # select that line.
+@pytest.mark.parametrize("backend", ["teddy", "hyperscan"])
+def test_line_selector_selects_every_line_that_holds_an_anchor(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Teddy: the anchors that contain no other one, in groups of 64, leftmost-first;
+    # Hyperscan: every needle in one database reporting match ends. Overlapping and nested
+    # anchors on one line must still select that line.
     import random
 
+    from hangar.diagnose import prefilter
     from hangar.diagnose.knowledge import load
-    from hangar.diagnose.prefilter import LineSelector, selectors
 
+    if backend == "teddy":
+        monkeypatch.setattr(prefilter, "HYPERSCAN", None)
+    elif prefilter.HYPERSCAN is None:
+        pytest.skip("hyperscan is not installed (optional: pip install hyperscan)")
     texts = load().anchors()
-    chosen = selectors(texts)
+    chosen = prefilter.selectors(texts)
     assert all(any(sel in a for sel in chosen) for a in texts) and len(chosen) < len(texts)
-    selector = LineSelector(chosen)
+    selector = prefilter.line_selector(texts)
+    assert prefilter.backend() == backend
     anchors = [a.encode() for a in texts]
     rng = random.Random(7)
     lines = []

@@ -19,21 +19,29 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import os
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 TEDDY_LIMIT = 64
+BACKEND_ENV = "HANGAR_DOCTOR_PREFILTER"
 SHARED_RUNS = (20, 18, 16)
 
 
-def _aho_corasick() -> Any:
+def _optional(module: str) -> Any:
     try:
-        return importlib.import_module("ahocorasick_rs")
+        return importlib.import_module(module)
     except ImportError:  # pragma: no cover - only where the wheel is missing
         return None
 
 
-ACRS = _aho_corasick()
+ACRS = _optional("ahocorasick_rs")
+# Hyperscan (optional: `pip install hyperscan`, a manylinux wheel that bundles the library)
+# searches every needle in one pass whatever their number (its FDR literal matcher), where
+# Teddy groups cost one pass per 64 needles: used when importable, unless
+# HANGAR_DOCTOR_PREFILTER=teddy (the bench compares both).
+HYPERSCAN = None if os.environ.get(BACKEND_ENV) == "teddy" else _optional("hyperscan")
 
 
 def selectors(anchors: Iterable[str]) -> list[str]:
@@ -54,11 +62,25 @@ def _share_runs(anchors: list[str], length: int) -> set[str]:
         for i in range(len(anchor) - length + 1):
             holders.setdefault(anchor[i : i + length], set()).add(anchor)
     left, chosen = set(anchors), set()
-    for run, owners in sorted(holders.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+    shared = [(run, owners) for run, owners in holders.items() if len(owners) >= 2]
+    for run, owners in sorted(shared, key=lambda kv: (-len(kv[1]), kv[0])):
         if len(owners & left) >= 2:
             left -= owners
             chosen.add(run)
     return left | chosen
+
+
+def backend() -> str:
+    """The multi-literal search in use: hyperscan, teddy (ahocorasick_rs) or python."""
+    return "hyperscan" if HYPERSCAN is not None else "teddy" if ACRS is not None else "python"
+
+
+def line_selector(anchors: Iterable[str]) -> LineSelector:
+    """The selector for a live set of needles: Hyperscan takes them as they are (one pass);
+    Teddy groups take the fewer, shared selectors (one pass per group of 64)."""
+    if HYPERSCAN is not None:
+        return LineSelector(anchors)
+    return LineSelector(selectors(anchors))
 
 
 class LineSelector:
@@ -67,17 +89,19 @@ class LineSelector:
     def __init__(self, selectors: Iterable[str]) -> None:
         self.selectors = sorted({s.encode() for s in selectors})
         self._groups: list[Any] = []
-        if ACRS is not None:
-            kind = (
-                ACRS.MatchKind.LeftmostFirst
-            )  # one match per occurrence is all we need (and Teddy)
+        self._hyperscan = _Hyperscan(self.selectors) if HYPERSCAN is not None else None
+        if ACRS is not None and self._hyperscan is None:
+            kind = ACRS.MatchKind.LeftmostFirst  # one match per occurrence is all we need
             self._groups = [
                 ACRS.BytesAhoCorasick(self.selectors[i : i + TEDDY_LIMIT], matchkind=kind)
                 for i in range(0, len(self.selectors), TEDDY_LIMIT)
             ]
 
     def starts(self, data: Any) -> list[int]:
-        """Start offsets of matches in ``data`` (bytes or a memoryview), any order."""
+        """Offsets inside matches in ``data`` (bytes or a memoryview), any order: each one
+        lies in the line that holds the match, which is all the locator needs."""
+        if self._hyperscan is not None:
+            return self._hyperscan.last_bytes(data)
         if ACRS is not None:
             return [s for group in self._groups for _, s, _ in group.find_matches_as_indexes(data)]
         raw = bytes(data)
@@ -87,6 +111,41 @@ class LineSelector:
             while pos >= 0:
                 found.append(pos)
                 pos = raw.find(needle, pos + 1)
+        return found
+
+
+class _Hyperscan:
+    """One Hyperscan block-mode database of literals; a scratch space per thread (a scratch
+    may serve one scan at a time, and the pipeline scans in worker threads)."""
+
+    def __init__(self, literals: list[bytes]) -> None:
+        hs: Any = HYPERSCAN
+        self._db: Any = None
+        self._local = threading.local()
+        if literals:
+            self._db = hs.Database(mode=hs.HS_MODE_BLOCK)
+            count = len(literals)
+            self._db.compile(
+                expressions=literals,
+                ids=list(range(count)),
+                elements=count,
+                flags=[0] * count,
+                literal=True,
+            )
+
+    def last_bytes(self, data: Any) -> list[int]:
+        """The offset of each match's last byte (literal mode reports where matches end)."""
+        if self._db is None or not len(data):
+            return []
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = HYPERSCAN.Scratch(self._db)  # type: ignore[union-attr]
+        found: list[int] = []
+
+        def on_match(_id: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+            found.append(end - 1)
+
+        self._db.scan(data, match_event_handler=on_match, scratch=scratch)
         return found
 
 

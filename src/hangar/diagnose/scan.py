@@ -25,7 +25,7 @@ from functools import lru_cache
 from hangar.diagnose import buffers, reader
 from hangar.diagnose.knowledge import KnowledgeBase, Pattern, causes
 from hangar.diagnose.model import Cause, Diagnosis, Evidence, Signature
-from hangar.diagnose.prefilter import ACRS, LineSelector, selectors
+from hangar.diagnose.prefilter import ACRS, LineSelector, line_selector
 
 MAX_EVIDENCE = 4
 MAX_TEXT = 400
@@ -82,6 +82,9 @@ class Scanner:
         self._dead: set[str] = set()
         self._live = 0
         self._seen = 0
+        # Which needles a selected line holds: built once per knowledge base, whatever retires
+        # (a retired pattern is skipped when its needle turns up); the selector is rebuilt.
+        self._needles, self._by_anchor = _needle_index(kb)
         self._index()
         self._file_lines: list[int] = []
         self.files: list[str] = []
@@ -91,14 +94,7 @@ class Scanner:
     def _index(self) -> None:
         """(Re)build the anchor search over the patterns that can still change the outcome."""
         live = [p for p in self.kb.patterns if self._wanted(p)]
-        needles = sorted({n for p in live for n in p.needles})
-        self._needles = _Needles([n.encode() for n in needles])
-        self._selector = _selector(tuple(needles))
-        index = {n: i for i, n in enumerate(needles)}
-        self._by_anchor: dict[int, list[Pattern]] = {}
-        for pattern in live:
-            for needle in pattern.needles:
-                self._by_anchor.setdefault(index[needle], []).append(pattern)
+        self._selector = _selector(tuple(sorted({n for p in live for n in p.needles})))
         self._live = len(live)
 
     def _wanted(self, pattern: Pattern) -> bool:
@@ -198,7 +194,7 @@ class Scanner:
         tried: set[int] = set()  # a pattern with several needles on this line runs once
         for needle in self._needles.present(raw):
             for pattern in self._by_anchor.get(needle, ()):
-                if id(pattern) in tried:
+                if id(pattern) in tried or not self._wanted(pattern):
                     continue
                 tried.add(id(pattern))
                 text = text if text is not None else reader.clean(raw)
@@ -329,10 +325,22 @@ def _stalls_not_followed_by_errors(fired: list[_Fired]) -> list[_Fired]:
     return stalls or [f for f in fired if not f.sig.stall]
 
 
+@lru_cache(maxsize=4)
+def _needle_index(kb: KnowledgeBase) -> tuple[_Needles, dict[int, tuple[Pattern, ...]]]:
+    """Every needle of the knowledge base, and the patterns each one can select."""
+    needles = sorted({n for p in kb.patterns for n in p.needles})
+    index = {n: i for i, n in enumerate(needles)}
+    by_needle: dict[int, list[Pattern]] = {}
+    for pattern in kb.patterns:
+        for needle in pattern.needles:
+            by_needle.setdefault(index[needle], []).append(pattern)
+    return _Needles([n.encode() for n in needles]), {k: tuple(v) for k, v in by_needle.items()}
+
+
 @lru_cache(maxsize=32)
 def _selector(anchors: tuple[str, ...]) -> LineSelector:
     """Built once per live set: every scan of a corpus retires anchors in the same few steps."""
-    return LineSelector(selectors(anchors))
+    return line_selector(anchors)
 
 
 def _with_quiet_time(f: _Fired, quiet_for: tuple[float | None, ...]) -> _Fired:
