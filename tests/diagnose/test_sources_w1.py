@@ -175,6 +175,7 @@ CASES = [
     ("RuntimeError: received 0 items of ancdata", "ulimit_nofile"),
     ("Could not create logging file: Too many open files", "ulimit_nofile"),
     ("zmq.error.ZMQError: Too many open files", "ulimit_nofile"),
+    ("ERROR:asyncio:socket.accept() out of system resource", "ulimit_nofile"),
     # ulimit_nproc: bash make_child, libomp, Go runtime, cgroup pids, OpenBLAS
     ("-bash: fork: retry: Resource temporarily unavailable", "ulimit_nproc"),
     ("/bin/sh: fork: Resource temporarily unavailable", "ulimit_nproc"),
