@@ -123,6 +123,15 @@ CASES = [
         ),
         "unsupported_architecture",
     ),
+    (
+        (
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/layers/'
+            'rotary_embedding.py", line 721, in get_rope\n'
+            '    scaling_type = rope_scaling["type"]\n'
+            "KeyError: 'type'"
+        ),
+        "unsupported_architecture",
+    ),
     # tp_heads_divisibility
     (
         RAY + "ValueError: Total number of attention heads (28) must be divisible by tensor "
