@@ -469,3 +469,12 @@ def test_log_that_stops_at_a_stage_names_its_likely_cause(log: str, cause: str) 
 @pytest.mark.parametrize("log", NOT_STALLS)
 def test_stage_followed_by_serving_or_on_one_gpu_is_not_a_hang(log: str) -> None:
     assert diagnose_text(log).causes == ()
+
+
+def test_run_record_of_a_cpu_build_supports_the_platform_cause() -> None:
+    # diagnose/runs.py turns the store row into "hangar: engine E, vLLM V"
+    error = "AssertionError: Torch not compiled with CUDA enabled\n"
+    plain = diagnose_text(error).causes[0]
+    recorded = diagnose_text("hangar: engine default, vLLM 0.11.0+cpu\n" + error).causes[0]
+    assert plain.cause == recorded.cause == "vllm_platform"
+    assert recorded.confidence > plain.confidence
