@@ -398,6 +398,10 @@ NEAR_MISSES = [
     ),
     # a bare KeyError outside the config mapping is nobody's architecture
     "KeyError: 'input_ids'",
+    # generic lines: the same exception classes with nothing that names a cause
+    "AssertionError",
+    "KeyError: 'type'",
+    "RuntimeError: CUDA error: device-side assert triggered",
     # the healthy KV-cache report
     (
         "INFO 05-10 15:52:01 [kv_cache_utils.py:634] GPU KV cache size: 1,048,880 tokens; "
