@@ -247,6 +247,36 @@ CASES = [
         "subprocess.CalledProcessError: Command '['which', 'c++']' returned non-zero exit status 1.",
         "flashinfer_jit_nvcc",
     ),
+    ("n1:4:4 [0] NCCL WARN hipIpcGetMemHandle failed : invalid argument", "nccl_p2p"),
+    (
+        "n1:5:77 [2] NCCL WARN Call to ibv_modify_qp failed with error Connection timed out",
+        "nccl_network",
+    ),
+    ("n1:5:77 [2] NCCL WARN NET/Socket : socket progress error", "nccl_network"),
+    # multiprocessing.shared_memory (vLLM shm_broadcast) on a /dev/shm that was cleaned / is full
+    (
+        (
+            '  File "/usr/lib/python3.10/multiprocessing/shared_memory.py", line 104, in __init__\n'
+            "FileNotFoundError: [Errno 2] No such file or directory: '/psm_4a1f0b2c'\n"
+        ),
+        "shm_ipc",
+    ),
+    # the log stops at vLLM's message-queue handle (shm_broadcast.py), after NCCL set-up
+    (
+        (
+            "INFO 05-10 15:51:02 [pynccl.py:69] vLLM is using nccl==2.21.5\n"
+            "INFO 05-10 15:51:03 [shm_broadcast.py:266] vLLM message queue communication handle: "
+            "Handle(local_reader_ranks=[1], buffer_handle=(1, 4194304, 6, 'psm_8a'), "
+            "local_subscribe_addr='ipc:///tmp/abc', remote_subscribe_addr=None, remote_addr_ipv6=False)\n"
+        ),
+        "nccl_p2p",
+    ),
+    # DeepGEMM deep_gemm/jit/compiler.py
+    ("RuntimeError: Cannot find any available NVCC compiler", "flashinfer_jit_nvcc"),
+    (
+        "AssertionError: NVCC /usr/local/cuda/bin/nvcc version 12.1 is lower than 12.3",
+        "flashinfer_jit_nvcc",
+    ),
     # NCCL init.cc; CUDA cudaErrorInvalidDevice
     (
         (
