@@ -332,6 +332,25 @@ CASES = [
         ),
         "ray_cluster",
     ),
+    # vLLM v1 data parallel on Ray (vllm/v1/engine/utils.py)
+    (
+        (
+            "ValueError: ('Not enough resources to allocate %s DP ranks on DP master node %s, "
+            "possible to fit %s DP ranks', 2, '10.0.0.1', 1)"
+        ),
+        "ray_cluster",
+    ),
+    (
+        (
+            "ValueError: Not enough resources to allocate 4 placement groups, only created 2 "
+            "placement groups. Available resources: {'CPU': 64.0, 'GPU': 8.0}"
+        ),
+        "ray_cluster",
+    ),
+    (
+        'Exception: Error setting CUDA_VISIBLE_DEVICES: local range: [8, 16) base value: "0,1,2,3,4,5,6,7"',
+        "world_size_gpus",
+    ),
     # Ray redis_context.cc (1.x), core_worker.cc (2.9)
     (
         (
