@@ -180,6 +180,13 @@ CASES = [
         ),
         "oom_weights",
     ),
+    (
+        (
+            "RuntimeError: Not enough memory to handle 4096 prefill tokens. You need to decrease "
+            "`--max-batch-prefill-tokens`"
+        ),
+        "gpu_memory_utilization",
+    ),
     # --- kv_cache_too_small ---------------------------------------------------------------
     (
         (
