@@ -114,6 +114,13 @@ CASES = [
     ("Error: No such option: --gpu-count Did you mean --gpus?", "bad_cli_flag"),
     ("Error: No such option '--nodes'.", "bad_cli_flag"),
     ("Error: Got unexpected extra argument (Qwen/Qwen3-8B)", "bad_cli_flag"),
+    (
+        (
+            "ERROR 05-10 15:51:00 [argparse_utils.py:610] Unable to read the config file at "
+            "serve.yaml. Check path correctness"
+        ),
+        "bad_cli_flag",
+    ),
     # hf_access: huggingface_hub and Transformers
     (
         (
@@ -255,6 +262,13 @@ CASES = [
         "ulimit_mmap",
     ),
     ("ImportError: /opt/venv/lib/libtorch_cuda.so: cannot map zero-fill pages", "ulimit_mmap"),
+    (
+        (
+            "slurmstepd: error: StepId=4242.0 exceeded virtual memory limit (96636764160 > "
+            "85899345920), being killed"
+        ),
+        "ulimit_mmap",
+    ),
     # host_oom
     ("Memory cgroup out of memory: Killed process 4242 (python3)", "host_oom"),
     (
@@ -299,6 +313,12 @@ CASES = [
         ),
         "other",
     ),
+    (
+        "slurmstepd: error: Job 4242 exceeded memory limit (9123456 > 8388608), being killed",
+        "host_oom",
+    ),
+    ("=>> PBS: job killed: mem 67108864kb exceeded limit 33554432kb", "host_oom"),
+    ("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.", "host_oom"),
     # tmp_shared: any quoting of a /tmp path, Ray's session dir, the HF cache lock
     ("Permission denied: /tmp/tvm-debug-mode-tempdirs/0001", "tmp_shared"),
     ("mkdir: cannot create directory '/tmp/ray/session_2025': Permission denied", "tmp_shared"),
