@@ -343,6 +343,10 @@ CASES = [
 
 # Lines that share words with the memory signatures but carry no failure of theirs.
 NEAR_MISSES = [
+    (
+        "srun: Job 4242 step creation temporarily disabled, retrying (Requested nodes are busy)\n"
+        "srun: Step created for StepId=4242.1"
+    ),
     "4242         vllm-70b        gpu    proj-a         16  COMPLETED      0:0",
     "ERROR 05-10 15:51:07 HTTP error 8021 while fetching the page",
     "INFO 05-10 15:49:58 [__init__.py:239] Automatically detected platform cuda.",
