@@ -185,6 +185,10 @@ CASES = [
         "expert_parallel",
     ),
     ("ValueError: Unknown all2all backend: deepep_ll", "expert_parallel"),
+    (
+        "NotImplementedError: EXL3 MoE currently does not support expert parallelism",
+        "expert_parallel",
+    ),
     # kv_cache_too_small
     (
         (
