@@ -269,6 +269,7 @@ CASES = [
         ),
         "ulimit_mmap",
     ),
+    ("=>> PBS: job killed: vmem 98765432kb exceeded limit 67108864kb", "ulimit_mmap"),
     # host_oom
     ("Memory cgroup out of memory: Killed process 4242 (python3)", "host_oom"),
     (
