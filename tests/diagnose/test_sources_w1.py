@@ -269,7 +269,7 @@ CASES = [
         ),
         "ulimit_mmap",
     ),
-    ("=>> PBS: job killed: vmem 98765432kb exceeded limit 67108864kb", "ulimit_mmap"),
+    ("=>> PBS: job killed: vmem 17223929856 exceeded limit 17179869184", "ulimit_mmap"),
     # host_oom
     ("Memory cgroup out of memory: Killed process 4242 (python3)", "host_oom"),
     (
@@ -319,6 +319,7 @@ CASES = [
         "host_oom",
     ),
     ("=>> PBS: job killed: mem 67108864kb exceeded limit 33554432kb", "host_oom"),
+    ("=>> PBS: job killed: mem job total 4323312 kb exceeded limit 3145728 kb", "host_oom"),
     ("TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.", "host_oom"),
     # tmp_shared: any quoting of a /tmp path, Ray's session dir, the HF cache lock
     ("Permission denied: /tmp/tvm-debug-mode-tempdirs/0001", "tmp_shared"),
