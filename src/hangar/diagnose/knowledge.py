@@ -1,9 +1,11 @@
-"""The signature knowledge base: packaged YAML files, validated and compiled once.
+"""The signature knowledge base: packaged YAML files, validated once; the cause table.
 
-Every regex gets a literal *anchor* (its longest run of plain characters). The
-scanner looks for anchors with one multi-string search over raw bytes and runs
-the full regexes only on the few lines that contain one, which is what keeps a
-1 GB scan close to ``grep -E -f`` speed.
+Every regex gets a literal *anchor* (its longest run of plain characters, validated) and
+*needles* (prefilter.needles_for: the anchor, or a more selective set of literals read from
+the regex's parse tree). The scanner looks for needles with one multi-literal search over raw
+bytes and runs the full regexes (compiled on first use) only on the few lines that hold one,
+which is what keeps a 1 GB scan at ``grep -E -f`` speed. Anchors and needles are cached
+between runs (``doctor-needles.json`` in Hangar's cache dir).
 """
 
 from __future__ import annotations
