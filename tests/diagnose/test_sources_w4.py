@@ -243,6 +243,13 @@ CASES = [
         "cuda_driver_mismatch",
     ),
     ("CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "cuda_driver_mismatch"),
+    (
+        (
+            "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: "
+            "cannot open shared object file: no such file or directory: unknown."
+        ),
+        "cuda_driver_mismatch",
+    ),
     # --- vllm_platform ----------------------------------------------------------------------
     (
         "RuntimeError: Only one platform plugin can be activated, but got: ['cuda', 'cpu']",
