@@ -183,6 +183,13 @@ CASES = [
     ("Could not create logging file: Too many open files", "ulimit_nofile"),
     ("zmq.error.ZMQError: Too many open files", "ulimit_nofile"),
     ("ERROR:asyncio:socket.accept() out of system resource", "ulimit_nofile"),
+    (
+        (
+            "worker_pool.cc:512: Too many workers, failed to create a file. Try setting `ulimit -n "
+            "<num_files>` then restart Ray."
+        ),
+        "ulimit_nofile",
+    ),
     # ulimit_nproc: bash make_child, libomp, Go runtime, cgroup pids, OpenBLAS
     ("-bash: fork: retry: Resource temporarily unavailable", "ulimit_nproc"),
     ("/bin/sh: fork: Resource temporarily unavailable", "ulimit_nproc"),
