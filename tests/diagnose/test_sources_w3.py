@@ -231,6 +231,16 @@ CASES = [
         ),
         "max_model_len_exceeds_config",
     ),
+    (
+        (
+            "ValueError: Warning: User-specified context_length (65536) is greater than the derived "
+            "context_length (32768). This may lead to incorrect model outputs or CUDA errors. Note "
+            "that the derived context_length may differ from max_position_embeddings in the model's "
+            "config. To allow overriding this maximum, set the env var "
+            "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1"
+        ),
+        "max_model_len_exceeds_config",
+    ),
     # missing_parser
     (
         (
@@ -377,6 +387,11 @@ NEAR_MISSES = [
         "in model's config.json). VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme "
         "caution. If the model uses relative position encoding (RoPE), positions exceeding "
         "derived_max_model_len lead to nan."
+    ),
+    # SGLang with the override set: logged, and the start goes on
+    (
+        "[2026-02-14 02:07:50] Warning: User-specified context_length (65536) is greater than the "
+        "derived context_length (32768). This may lead to incorrect model outputs or CUDA errors."
     ),
     # a request longer than the served context: an API answer, not a start-up failure
     (
