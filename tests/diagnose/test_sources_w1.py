@@ -184,6 +184,10 @@ CASES = [
     ("zmq.error.ZMQError: Too many open files", "ulimit_nofile"),
     ("ERROR:asyncio:socket.accept() out of system resource", "ulimit_nofile"),
     (
+        "E0101 00:00:00.000000 1 posix_engine_listener.cc:1] File descriptor limit reached. Retrying.",
+        "ulimit_nofile",
+    ),
+    (
         (
             "worker_pool.cc:512: Too many workers, failed to create a file. Try setting `ulimit -n "
             "<num_files>` then restart Ray."
