@@ -394,6 +394,7 @@ CASES = [
         "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory",
         "extension_abi_mismatch",
     ),
+    ("zmq.error.ZMQError: Permission denied (addr='ipc:///tmp/7d0c1e52-9a')", "tmp_shared"),
     # tmp_disk_full: Go, SQLite, Ray
     (
         "failed to register layer: write /var/lib/docker/overlay2/x/y: no space left on device",
