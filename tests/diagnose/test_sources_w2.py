@@ -382,6 +382,21 @@ CASES = [
         ),
         "port_in_use",
     ),
+    (
+        (
+            "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
+            '"../aten/src/ATen/cuda/CUDAContext.cpp":50, please report a bug to PyTorch. device=1, num_gpus='
+        ),
+        "world_size_gpus",
+    ),
+    (
+        (
+            "/root/.cache/flashinfer/jit/sampling.cu:18:10: fatal error: cuda_runtime.h: No such file "
+            "or directory"
+        ),
+        "flashinfer_jit_nvcc",
+    ),
+    ("/usr/bin/ld: cannot find -lcuda: No such file or directory", "flashinfer_jit_nvcc"),
     # torch cpp_extension / inductor, setuptools, Triton build.py, FlashInfer jit, CUDA host_config.h
     ("RuntimeError: Ninja is required to load C++ extensions", "flashinfer_jit_nvcc"),
     ("FileNotFoundError: [Errno 2] No such file or directory: 'ninja'", "flashinfer_jit_nvcc"),
