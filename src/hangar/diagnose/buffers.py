@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-FIRST_PIECE = 2**18
+FIRST_PIECE = 2**14
 LAST_PIECE = 2**22
 # Below this, threads and NumPy cost more (start-up, import) than they save.
 BIG_INPUT = 2**25
