@@ -496,3 +496,14 @@ def test_run_record_of_a_cpu_build_supports_the_platform_cause() -> None:
     recorded = diagnose_text("hangar: engine default, vLLM 0.11.0+cpu\n" + error).causes[0]
     assert plain.cause == recorded.cause == "vllm_platform"
     assert recorded.confidence > plain.confidence
+
+
+def test_time_limit_outranks_the_collectives_it_cut_short() -> None:
+    log = (
+        "[rank1]:[E ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.\n"
+        "slurmstepd: error: *** JOB 4242 ON gpu-a17 CANCELLED AT 2024-05-10T15:51:07 DUE TO TIME "
+        "LIMIT ***\n"
+    )
+    assert diagnose_text(log).causes[0].cause == "slurm_time_limit"
