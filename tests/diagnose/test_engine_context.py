@@ -165,6 +165,15 @@ def test_the_record_alone_names_nothing(tmp_path: Path) -> None:
     assert diagnose_paths([run_dir / "server.log"]).healthy
 
 
+def test_a_slurm_run_ignores_the_submitting_hosts_facts(tmp_path: Path) -> None:
+    run_dir = _run(tmp_path, THREADS, _host(tmp_path, v_soft=64 * GIB))
+    launch = json.loads((run_dir / "launch.json").read_text())
+    (run_dir / "launch.json").write_text(json.dumps({**launch, "target": "slurm"}))
+    lines = context_lines(run_dir)
+    assert "hangar: target slurm" in lines
+    assert not any("ulimit" in line or "NVIDIA driver" in line for line in lines)
+
+
 def test_without_host_facts_or_store_row_the_launch_file_still_counts(tmp_path: Path) -> None:
     run_dir = tmp_path / "elsewhere" / "run1"
     run_dir.mkdir(parents=True)

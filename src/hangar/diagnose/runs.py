@@ -11,8 +11,9 @@ as ``set -x`` prints it. What is read (never written here):
   added (secret values were never written; their names are listed as names only);
 - the store row (``store.runs.RunRecord``): engine, vLLM version, the deployment's layout;
 - ``runs/<id>/host.json`` when present: the preflight ``HostFacts`` of the launching host
-  (ulimits, temp dir, driver, GPUs, nvcc). Launch does not write it yet; its shape is
-  ``HostFacts.model_dump(mode="json", exclude={"env", "engine"})``.
+  (ulimits, temp dir, driver, GPUs, nvcc), read for local and container runs only (a Slurm
+  run's limits are its nodes', which node.sh prints into their logs). Launch does not write
+  it yet; its shape is ``HostFacts.model_dump(mode="json", exclude={"env", "engine"})``.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def context_lines(run_dir: Path, database: Path | None = None) -> list[str]:
     launch = _json_file(run_dir / LAUNCH_FILE)
     record = _record_of(run_dir, database)
     host = _json_file(run_dir / HOST_FILE)
+    if launch.get("target", record.target if record else "local") == "slurm":
+        host = {}  # the submitting host's facts, not the nodes' (node.sh prints their limits)
     lines = [*_launch_lines(launch), *_record_lines(record), *_host_lines(host, record)]
     return [line.replace("\n", " ").replace("\r", " ") for line in lines]
 
