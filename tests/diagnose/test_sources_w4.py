@@ -507,3 +507,15 @@ def test_time_limit_outranks_the_collectives_it_cut_short() -> None:
         "LIMIT ***\n"
     )
     assert diagnose_text(log).causes[0].cause == "slurm_time_limit"
+
+
+def test_oom_in_weight_loading_wins_over_another_workers_finished_load() -> None:
+    other_worker = (
+        "(Worker_TP1 pid=302) INFO 05-10 15:51:20 [gpu_model_runner.py:1347] Model loading took "
+        "38.9926 GiB and 55.101 seconds\n"
+    )
+    log = other_worker + _oom_in(
+        ("vllm/v1/worker/gpu_model_runner.py", 1764, "load_model"),
+        ("vllm/model_executor/model_loader/default_loader.py", 269, "load_weights"),
+    )
+    assert diagnose_text(log).causes[0].cause == "oom_weights"
