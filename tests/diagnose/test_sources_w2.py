@@ -545,3 +545,31 @@ def test_a_redis_client_of_another_app_is_not_ray() -> None:
 
 def test_a_bus_error_without_shared_memory_evidence_is_not_shm() -> None:
     assert all(c.cause != "shm_ipc" for c in diagnose_text("Bus error (core dumped)").causes)
+
+
+WATCHDOG = (
+    "[rank0]:[E501 10:00:00.000] [PG 0 Rank 0] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+    "600001 milliseconds before timing out."
+)
+NET_SOCKET = "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>"
+
+
+def _layout(nodes: int) -> str:
+    # the line diagnose/runs.py (_layout) writes for a run Hangar launched
+    return (
+        "hangar: deployment m: tensor_parallel_size=2 pipeline_parallel_size=1 "
+        f"data_parallel_size=1 expert_parallel=False; 2 GPU(s) per node (H100) x {nodes} node(s)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("log", "cause"),
+    [
+        # NCCL prints NET/Socket on one node too: the recorded one-node layout settles it
+        (f"{_layout(1)}\n{NET_SOCKET}\n{WATCHDOG}\n", "nccl_p2p"),
+        (f"{_layout(2)}\n{WATCHDOG}\n", "nccl_network"),
+    ],
+)
+def test_the_recorded_layout_decides_where_a_collective_timed_out(log: str, cause: str) -> None:
+    assert diagnose_text(log).causes[0].cause == cause
