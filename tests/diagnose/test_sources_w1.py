@@ -395,6 +395,13 @@ CASES = [
         "extension_abi_mismatch",
     ),
     ("zmq.error.ZMQError: Permission denied (addr='ipc:///tmp/7d0c1e52-9a')", "tmp_shared"),
+    (
+        (
+            "huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
+            "https://huggingface.co/api/models/org/model"
+        ),
+        "hf_access",
+    ),
     # tmp_disk_full: Go, SQLite, Ray
     (
         "failed to register layer: write /var/lib/docker/overlay2/x/y: no space left on device",
@@ -405,6 +412,8 @@ CASES = [
 ]
 
 NEAR_MISSES = [
+    # CPython 3.12 Lib/threading.py: a thread started during shutdown, not a limit
+    "RuntimeError: can't create new thread at interpreter shutdown",
     # printed by healthy runs that never call xFormers
     "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:",
     # platforms without the extension warn like this on a healthy start
