@@ -402,6 +402,8 @@ CASES = [
         ),
         "hf_access",
     ),
+    ("RepositoryNotFoundError: 404 Client Error. (Request ID: Root=1-6a)", "hf_access"),
+    ("huggingface_hub.utils._errors.GatedRepoError: 401 Client Error.", "hf_access"),
     # tmp_disk_full: Go, SQLite, Ray
     (
         "failed to register layer: write /var/lib/docker/overlay2/x/y: no space left on device",
