@@ -253,6 +253,7 @@ CASES = [
         "nccl_network",
     ),
     ("n1:5:77 [2] NCCL WARN NET/Socket : socket progress error", "nccl_network"),
+    ("n1:5:77 [2] NCCL WARN NET/IB : No IP interface found.", "nccl_network"),
     # multiprocessing.shared_memory (vLLM shm_broadcast) on a /dev/shm that was cleaned / is full
     (
         (
