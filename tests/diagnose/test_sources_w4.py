@@ -79,6 +79,11 @@ CASES = [
         ),
         "oom_weights",
     ),
+    (
+        # SGLang: the OOM comes between 'Load weight begin' and 'Load weight end'
+        "[2025-01-15 21:17:11 TP0] Load weight begin. avail mem=78.81 GB\n" + OOM_ONE_PROCESS,
+        "oom_weights",
+    ),
     # --- gpu_memory_utilization: the weights were in, a later stage ran out --------------
     (
         _oom_in(
