@@ -340,6 +340,14 @@ CASES = [
         "slurm_resources",
     ),
     (
+        (
+            "srun: fatal: SLURM_MEM_PER_CPU, SLURM_MEM_PER_GPU, and SLURM_MEM_PER_NODE are mutually "
+            "exclusive."
+        ),
+        "slurm_resources",
+    ),
+    ("slurmd: error: auth_g_unpack: remote plugin_id 101 not found", "slurm_auth"),
+    (
         "srun: error: Unable to allocate resources: Protocol authentication error",
         "slurm_auth",
     ),
