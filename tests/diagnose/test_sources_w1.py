@@ -410,6 +410,13 @@ CASES = [
         "tmp_disk_full",
     ),
     ("sqlite3.OperationalError: database or disk is full", "tmp_disk_full"),
+    (
+        (
+            "RuntimeError: [enforce fail at inline_container.cc:626] . PytorchStreamWriter failed "
+            "writing file data/12: file write failed"
+        ),
+        "tmp_disk_full",
+    ),
     ("OSError: [Errno 122] Disk quota exceeded: '/home/u/.cache/vllm'", "tmp_disk_full"),
 ]
 
