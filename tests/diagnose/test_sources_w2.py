@@ -213,6 +213,14 @@ CASES = [
     ("h:5:5 [0] transport/nvls.cc:163 NCCL WARN Cuda failure 1 'invalid argument'", "nccl_p2p"),
     # vLLM csrc/custom_all_reduce.cuh CUDACHECK
     ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'invalid argument'", "nccl_p2p"),
+    (
+        (
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/'
+            'custom_all_reduce.py", line 297, in all_reduce\n'
+            "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        ),
+        "nccl_p2p",
+    ),
     # torch elastic c10d rendezvous; Gloo device.cc; c10d bind / pyzmq EADDRNOTAVAIL
     (
         (
@@ -447,6 +455,7 @@ CASES = [
         "flashinfer_jit_nvcc",
     ),
     ("AssertionError: libcuda.so cannot found!", "flashinfer_jit_nvcc"),
+    ("RuntimeError: Error building extension 'flashinfer_sampling'", "flashinfer_jit_nvcc"),
 ]
 
 # Lines the same sources print on healthy runs, or look-alikes from other software: no cause.
@@ -467,6 +476,14 @@ HEALTHY = [
         "h:1:5 [0] NCCL INFO [Service thread] Connection closed by localRank 0\n"
     ),
 ]
+
+
+# A CUDA graph capture that ran out of memory inside the all-reduce is not a P2P problem.
+CUSTOM_AR_OOM = (
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/'
+    'custom_all_reduce.py", line 297, in all_reduce\n'
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+)
 
 
 # Logs that went past NCCL's set-up: whatever a later stage says, the collectives are not it.
@@ -574,3 +591,7 @@ def _layout(nodes: int) -> str:
 )
 def test_the_recorded_layout_decides_where_a_collective_timed_out(log: str, cause: str) -> None:
     assert diagnose_text(log).causes[0].cause == cause
+
+
+def test_an_oom_inside_the_custom_all_reduce_is_not_p2p() -> None:
+    assert all(c.cause != "nccl_p2p" for c in diagnose_text(CUSTOM_AR_OOM).causes)
