@@ -403,6 +403,13 @@ CASES = [
         "hf_access",
     ),
     ("RepositoryNotFoundError: 404 Client Error. (Request ID: Root=1-6a)", "hf_access"),
+    (
+        (
+            "OSError: Can't load tokenizer for 'models/llama'. If you were trying to load it from "
+            "'https://huggingface.co/models', make sure you don't have a local directory with the same name."
+        ),
+        "hf_access",
+    ),
     ("huggingface_hub.utils._errors.GatedRepoError: 401 Client Error.", "hf_access"),
     # tmp_disk_full: Go, SQLite, Ray
     (
