@@ -245,6 +245,13 @@ CASES = [
         "nccl_network",
     ),
     ("ConnectionError: ray client connection timeout", "ray_cluster"),
+    (
+        (
+            "Exception: The current node has not been updated within 30 seconds, this could happen "
+            "because of some of the Ray processes failed to startup."
+        ),
+        "ray_cluster",
+    ),
     ("HIP error: invalid device ordinal", "world_size_gpus"),
     # ptxas / nvcc that predate the GPU; torch cpp_extension's `which c++`
     (
