@@ -114,6 +114,8 @@ CASES = [
     ("Error: No such option: --gpu-count Did you mean --gpus?", "bad_cli_flag"),
     ("Error: No such option '--nodes'.", "bad_cli_flag"),
     ("Error: Got unexpected extra argument (Qwen/Qwen3-8B)", "bad_cli_flag"),
+    ("sbatch: unrecognized option '--gpus-per-task=1'", "bad_cli_flag"),
+    ("srun: option '--gres' requires an argument", "bad_cli_flag"),
     (
         (
             "ERROR 05-10 15:51:00 [argparse_utils.py:610] Unable to read the config file at "
