@@ -413,6 +413,7 @@ CASES = [
         "hf_access",
     ),
     ("huggingface_hub.utils._errors.GatedRepoError: 401 Client Error.", "hf_access"),
+    ("sqlite3.OperationalError: attempt to write a readonly database", "tmp_shared"),
     # tmp_disk_full: Go, SQLite, Ray
     (
         "failed to register layer: write /var/lib/docker/overlay2/x/y: no space left on device",
