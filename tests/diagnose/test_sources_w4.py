@@ -532,3 +532,16 @@ def test_oom_in_weight_loading_wins_over_another_workers_finished_load() -> None
         ("vllm/model_executor/model_loader/default_loader.py", 269, "load_weights"),
     )
     assert diagnose_text(log).causes[0].cause == "oom_weights"
+
+
+def test_a_driver_too_old_outranks_the_platform_vllm_then_cannot_find() -> None:
+    log = (
+        "UserWarning: CUDA initialization: The NVIDIA driver on your system is too old (found "
+        "version 11040). Please update your GPU driver by downloading and installing a new "
+        "version from the URL: http://www.nvidia.com/Download/index.aspx (Triggered internally "
+        "at ../c10/cuda/CUDAFunctions.cpp:108.)\n"
+        "INFO 11-02 10:01:02 __init__.py:207] No platform detected, vLLM is running on "
+        "UnspecifiedPlatform\n"
+        "RuntimeError: Failed to infer device type\n"
+    )
+    assert diagnose_text(log).causes[0].cause == "cuda_driver_mismatch"
