@@ -154,6 +154,7 @@ CASES = [
         "nccl_network",
     ),
     ("node08:27106:27302 [0] NCCL INFO include/shm.h:41 -> 2", "shm_ipc"),
+    ("h:4:4 [1] NCCL INFO transport/p2p.cc:321 -> 1", "nccl_p2p"),
     # SIGBUS in a process with NCCL mapped (UCX's handler text), POSIX semaphores and torch shm
     (
         (
