@@ -248,6 +248,20 @@ CASES = [
     ("ConnectionError: ray client connection timeout", "ray_cluster"),
     (
         (
+            "[2025-07-23 10:06:19,681 W 51000 51000] gcs_client.cc:183: Failed to get cluster ID from "
+            "GCS server: TimedOut: Timed out while waiting for GCS to become available."
+        ),
+        "ray_cluster",
+    ),
+    (
+        (
+            "ValueError: Error initializing torch.distributed using env:// rendezvous: environment "
+            "variable MASTER_ADDR expected, but not set"
+        ),
+        "nccl_network",
+    ),
+    (
+        (
             "Exception: The current node has not been updated within 30 seconds, this could happen "
             "because of some of the Ray processes failed to startup."
         ),
