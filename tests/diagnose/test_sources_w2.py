@@ -216,6 +216,13 @@ CASES = [
     ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'invalid argument'", "nccl_p2p"),
     (
         (
+            "[rank0]: RuntimeError: Error happened when batch testing peer-to-peer access from "
+            "(0, 0, 1, 1) to (0, 1, 0, 1):"
+        ),
+        "nccl_p2p",
+    ),
+    (
+        (
             '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/'
             'custom_all_reduce.py", line 297, in all_reduce\n'
             "RuntimeError: CUDA error: an illegal memory access was encountered\n"
