@@ -484,6 +484,11 @@ CASES = [
         "flashinfer_jit_nvcc",
     ),
     ("AssertionError: libcuda.so cannot found!", "flashinfer_jit_nvcc"),
+    ("bash: nvcc: command not found", "flashinfer_jit_nvcc"),
+    (
+        "/usr/bin/which: no nvcc in (/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin)",
+        "flashinfer_jit_nvcc",
+    ),
     ("RuntimeError: Error building extension 'flashinfer_sampling'", "flashinfer_jit_nvcc"),
 ]
 
