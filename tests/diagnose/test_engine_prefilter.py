@@ -78,3 +78,28 @@ def test_nccl_info_lines_of_a_healthy_run_select_only_patterns_that_match_them()
         if p.role == "patterns" and any(n in line for n in p.needles) and not p.regex.search(line)
     ]
     assert wasted == []
+
+
+class _OldHyperscan:
+    """A hyperscan module whose compile predates literal databases (it refuses the keyword)."""
+
+    HS_MODE_BLOCK = 1
+
+    class Database:
+        def __init__(self, mode: int) -> None:
+            self.mode = mode
+
+        def compile(self, expressions: list[bytes], **options: object) -> None:
+            if "literal" in options:
+                raise TypeError("compile() got an unexpected keyword argument 'literal'")
+
+
+def test_a_hyperscan_that_refuses_the_literals_falls_back_to_teddy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hangar.diagnose import prefilter
+
+    monkeypatch.setattr(prefilter, "HYPERSCAN", _OldHyperscan)
+    selector = prefilter.LineSelector(["Cannot allocate memory", "Address already in use"])
+    data = b"ok\nOSError: [Errno 98] Address already in use\nok\n"
+    assert {data.rfind(b"\n", 0, p) + 1 for p in selector.starts(data)} == {3}

@@ -89,7 +89,7 @@ class LineSelector:
     def __init__(self, selectors: Iterable[str]) -> None:
         self.selectors = sorted({s.encode() for s in selectors})
         self._groups: list[Any] = []
-        self._hyperscan = _Hyperscan(self.selectors) if HYPERSCAN is not None else None
+        self._hyperscan = _hyperscan_or_none(self.selectors)
         if ACRS is not None and self._hyperscan is None:
             kind = ACRS.MatchKind.LeftmostFirst  # one match per occurrence is all we need
             self._groups = [
@@ -112,6 +112,17 @@ class LineSelector:
                 found.append(pos)
                 pos = raw.find(needle, pos + 1)
         return found
+
+
+def _hyperscan_or_none(literals: list[bytes]) -> _Hyperscan | None:
+    """A Hyperscan database of ``literals``, or None (not installed, or a version whose
+    compile refuses them: the optional accelerator never stops the doctor, Teddy takes over)."""
+    if HYPERSCAN is None:
+        return None
+    try:
+        return _Hyperscan(literals)
+    except Exception:  # noqa: BLE001 - any failure of an optional accelerator: fall back
+        return None
 
 
 class _Hyperscan:
