@@ -186,3 +186,13 @@ def test_without_host_facts_or_store_row_the_launch_file_still_counts(tmp_path: 
     (run_dir / "launch.json").write_text("{not json")
     assert context_lines(run_dir) == []
     assert diagnose_paths([run_dir]).causes  # a broken record never fails the diagnosis
+
+
+def test_the_llm_excerpt_carries_the_record_redacted(tmp_path: Path) -> None:
+    from hangar.diagnose import llm
+
+    run_dir = _run(tmp_path, THREADS, _host(tmp_path, v_soft=64 * GIB))
+    text = llm.redact(llm.excerpt([run_dir / "server.log"]))
+    assert "== hangar-run:ab12cd34 ==" in text
+    assert "(kbytes, -v) 67108864" in text
+    assert "HF_TOKEN" in text and "hf_" not in text  # names only: no value was ever recorded

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hangar.diagnose import reader
+from hangar.diagnose import reader, runs
 from hangar.diagnose.knowledge import causes
 from hangar.diagnose.model import UNKNOWN
 from hangar.errors import BadValue, HangarError
@@ -153,9 +153,21 @@ def _local_names(extra: Iterable[str]) -> list[str]:
 
 
 def excerpt(paths: Iterable[Path], max_lines: int = EXCERPT_LINES) -> str:
-    """The last lines of each log (deduplicated across ranks), prefixes stripped."""
+    """The last lines of each log (deduplicated across ranks), prefixes stripped, then what
+    `hangar launch` recorded for the run (runs.context_lines: limits, GPUs, env), the same
+    context the signatures read; the whole goes through ``redact`` before it leaves."""
+    inputs = list(paths)
+    parts = _log_tails(inputs, max_lines)
+    for run_dir in runs.run_dirs(inputs):
+        lines = runs.context_lines(run_dir)
+        if lines:
+            parts.append(f"== {runs.source_name(run_dir)} ==\n" + "\n".join(lines[-max_lines:]))
+    return "\n".join(parts)
+
+
+def _log_tails(paths: list[Path], max_lines: int) -> list[str]:
     parts: list[str] = []
-    for source in reader.expand(list(paths)):
+    for source in reader.expand(paths):
         tail: collections.deque[str] = collections.deque(maxlen=max_lines)
         seen: set[str] = set()
         with reader.open_stream(source) as stream:
@@ -167,7 +179,7 @@ def excerpt(paths: Iterable[Path], max_lines: int = EXCERPT_LINES) -> str:
                         seen.add(key)
                         tail.append(text)
         parts.append(f"== {Path(source.name).name} ==\n" + "\n".join(tail))
-    return "\n".join(parts)
+    return parts
 
 
 class Endpoint(BaseModel):
