@@ -124,7 +124,11 @@ def test_source_surface_form_names_its_cause(line: str, cause: str) -> None:
 
 
 def test_watchdog_across_nodes_is_the_network() -> None:
-    log = "host:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n" + CASES[10][0] + "\n"
+    # NCCL's init line with two nodes (init.cc 2.18+: "comm %p rank %d nRanks %d nNodes %d ...")
+    log = (
+        "host:1:1 [0] NCCL INFO comm 0x55 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 "
+        "MNNVL 0\n" + CASES[10][0] + "\n"
+    )
     assert diagnose_text(log).causes[0].cause == "nccl_network"
 
 
