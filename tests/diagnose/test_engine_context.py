@@ -196,3 +196,12 @@ def test_the_llm_excerpt_carries_the_record_redacted(tmp_path: Path) -> None:
     assert "== hangar-run:ab12cd34 ==" in text
     assert "(kbytes, -v) 67108864" in text
     assert "HF_TOKEN" in text and "hf_" not in text  # names only: no value was ever recorded
+
+
+def test_an_edited_record_of_the_wrong_shapes_gives_what_it_can(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "odd1"
+    run_dir.mkdir(parents=True)
+    odd = {"target": "local", "argv": "vllm serve", "env": ["X=1"], "secret_env": "HF_TOKEN"}
+    (run_dir / "launch.json").write_text(json.dumps(odd))
+    (run_dir / "host.json").write_text(json.dumps({"ulimits": "x", "interfaces": 3, "nvidia": []}))
+    assert context_lines(run_dir) == ["hangar: target local", "hangar: nvcc not found on PATH"]

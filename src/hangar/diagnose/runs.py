@@ -135,15 +135,20 @@ def _launch_lines(launch: dict[str, Any]) -> Iterator[str]:
     if not launch:
         return
     yield f"hangar: target {launch.get('target', '?')}"
-    argv = [str(a) for a in launch.get("argv") or []]
+    argv = [str(a) for a in _list(launch.get("argv"))]
     if argv:
         yield "+ " + shlex.join(_without_inline_code(argv))  # as bash's set -x shows it
     env = launch.get("env")
     for name, value in sorted(env.items() if isinstance(env, dict) else ()):
         yield f"{name}={value}"  # as `env` prints it (secret values were never recorded)
-    secrets = [str(n) for n in launch.get("secret_env") or []]
+    secrets = [str(n) for n in _list(launch.get("secret_env"))]
     if secrets:
         yield f"hangar: secret env passed by name only: {', '.join(sorted(secrets))}"
+
+
+def _list(value: Any) -> list[Any]:
+    """A recorded list, or [] for anything else (the run dir is a file the user can edit)."""
+    return value if isinstance(value, list) else []
 
 
 def _without_inline_code(argv: list[str]) -> list[str]:
@@ -165,7 +170,8 @@ def _layout(deployment: dict[str, Any]) -> str:
     resources = deployment.get("resources") or {}
     if not isinstance(parallel, dict) or not isinstance(resources, dict):
         return ""
-    model = (deployment.get("model") or {}).get("id", "?")
+    section = deployment.get("model")
+    model = section.get("id", "?") if isinstance(section, dict) else "?"
     return (
         f"hangar: deployment {model}: tensor_parallel_size={parallel.get('tensor', 1)} "
         f"pipeline_parallel_size={parallel.get('pipeline', 1)} "
@@ -180,12 +186,12 @@ def _host_lines(host: dict[str, Any], record: RunRecord | None) -> Iterator[str]
     if not host:
         return
     name = str((record.launcher.get("host") if record else None) or "the launching host")
-    yield from _ulimit_lines(host.get("ulimits") or [], name)
+    yield from _ulimit_lines(_list(host.get("ulimits")), name)
     yield from _tmp_lines(host.get("tmp"))
     yield from _nvidia_lines(host.get("nvidia"))
     nvcc = host.get("nvcc")
     yield f"hangar: nvcc {nvcc}" if nvcc else "hangar: nvcc not found on PATH"
-    interfaces = [str(i) for i in host.get("interfaces") or []]
+    interfaces = [str(i) for i in _list(host.get("interfaces"))]
     if interfaces:
         yield f"hangar: network interfaces {', '.join(interfaces)}"
 
@@ -228,7 +234,7 @@ def _nvidia_lines(nvidia: Any) -> Iterator[str]:
     if not nvidia.get("available"):
         yield f"hangar: no NVIDIA GPU visible ({nvidia.get('reason') or 'NVML unavailable'})"
         return
-    gpus = [g for g in nvidia.get("gpus") or [] if isinstance(g, dict)]
+    gpus = [g for g in _list(nvidia.get("gpus")) if isinstance(g, dict)]
     names = sorted({str(g.get("name", "?")) for g in gpus})
     driver = nvidia.get("driver_version") or "unknown"
     yield f"hangar: NVIDIA driver {driver}, {len(gpus)} GPU(s) visible: {', '.join(names)}"
