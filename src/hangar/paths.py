@@ -64,6 +64,11 @@ def runs_root() -> Path:
     return state_dir() / "runs"
 
 
+# What `hangar launch` records in a run dir (written by launch, read by the doctor).
+LAUNCH_FILE = "launch.json"  # target, argv, the env Hangar added (secrets by name only)
+HOST_FILE = "host.json"  # the launching host's preflight facts, without env or engine
+
+
 def engine_cache_dir(key: str) -> Path:
     """Compile caches per engine (they differ per vLLM/torch build)."""
     return cache_dir() / "engines" / key

@@ -143,6 +143,11 @@ def test_secrets_never_reach_records(fake_engine: Path, model_dir: Path, port: i
         assert "hf_secret_value" not in launch_json + run.deployment_json
         assert "hf_secret_value" not in deployment_record(run.id).read_text()
         assert "hf_secret_value" not in repr(d)
+        # the host facts the doctor reads beside the log: private, limits in, env out
+        host = Path(run.run_dir) / "host.json"
+        assert host.stat().st_mode & 0o777 == 0o600
+        facts = json.loads(host.read_text())
+        assert facts["ulimits"] and "env" not in facts and "hf_secret_value" not in host.read_text()
     finally:
         stop(run.id)
 

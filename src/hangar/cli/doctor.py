@@ -113,12 +113,19 @@ def _print_text(diagnosis: Diagnosis, guess: Any) -> None:
 
     console = Console(highlight=False, soft_wrap=True)
     scanned = f"{diagnosis.lines_scanned:,} lines in {len(diagnosis.files)} file(s)"
-    if diagnosis.healthy:
+    if diagnosis.healthy and diagnosis.unconfirmed:
+        best = diagnosis.unconfirmed[0]
+        console.print(
+            f"[yellow]No cause reaches the confidence floor (unknown)[/yellow] ({scanned}); best "
+            f"guess: {best.cause} {best.confidence:.2f} ({best.signature}), not a diagnosis."
+        )
+    elif diagnosis.healthy:
         console.print(f"[green]No known failure signature[/green] ({scanned}).")
     for rank, finding in enumerate(diagnosis.causes, start=1):
         style = "bold red" if rank == 1 else "yellow"
+        title = f" ({escape(finding.cause_title)})" if finding.cause_title else ""
         console.print(
-            f"[{style}]{rank}. {finding.cause}[/{style}]  {escape(finding.title)}  "
+            f"[{style}]{rank}. {finding.cause}[/{style}]{title}  {escape(finding.title)}  "
             f"(confidence {finding.confidence:.2f}, signature {finding.signature})"
         )
         console.print(f"   {escape(finding.explanation)}")

@@ -12,8 +12,8 @@ as ``set -x`` prints it. What is read (never written here):
 - the store row (``store.runs.RunRecord``): engine, vLLM version, the deployment's layout;
 - ``runs/<id>/host.json`` when present: the preflight ``HostFacts`` of the launching host
   (ulimits, temp dir, driver, GPUs, nvcc), read for local and container runs only (a Slurm
-  run's limits are its nodes', which node.sh prints into their logs). Launch does not write
-  it yet; its shape is ``HostFacts.model_dump(mode="json", exclude={"env", "engine"})``.
+  run's limits are its nodes', which node.sh prints into their logs); its shape is
+  ``HostFacts.model_dump(mode="json", exclude={"env", "engine"})``.
 """
 
 from __future__ import annotations
@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from hangar.diagnose.reader import UnreadableLog
 from hangar.errors import HangarError
+from hangar.paths import HOST_FILE, LAUNCH_FILE
 
 if TYPE_CHECKING:  # the store is imported where a run is looked up: a log path needs none
     from hangar.store.runs import RunRecord
 
-LAUNCH_FILE = "launch.json"
-HOST_FILE = "host.json"
 SOURCE_PREFIX = "hangar-run"
 # bash 5.1 builtins/ulimit.def, limits[]: (description, units) per option, printed by
 # printone() as "%-20s %20s" + value; the signatures match these words, not the spacing.

@@ -45,7 +45,14 @@ from hangar.launch.readiness import NotReady, wait_ready
 from hangar.launch.signals import StopSignals
 from hangar.launch.targets import Observed, RenderContext, Rendered, Stopped, Target, target_for
 from hangar.launch.targets.local import identity, is_same_process
-from hangar.paths import atomic_write_text, engine_cache_dir, runs_root, state_dir
+from hangar.paths import (
+    HOST_FILE,
+    LAUNCH_FILE,
+    atomic_write_text,
+    engine_cache_dir,
+    runs_root,
+    state_dir,
+)
 from hangar.planning.plan import default_utilization
 from hangar.planning.versions import VllmVersion
 from hangar.preflight.engine import EngineFacts
@@ -181,6 +188,7 @@ def launch(
     with StopSignals() as signals, _owned(run, target, d, signals, diagnose):
         with signals.deferred():  # a signal here waits until the run and its handle are recorded
             _claim_and_record(conn, d, report.engine, ctx, rendered)
+            _record_host(ctx, report)
             run.emit("record", str(ctx.run_dir))
             handle = _submit(run, target, rendered, ctx, {**base_env, **_secrets(d)})
         if detach:
@@ -310,7 +318,7 @@ def _record(
         "workarounds": list(rendered.applied.ids),
         "overrides": [o.model_dump() for o in rendered.applied.overrides],
     }
-    atomic_write_text(ctx.run_dir / "launch.json", json.dumps(launch_doc, indent=2), mode=0o600)
+    atomic_write_text(ctx.run_dir / LAUNCH_FILE, json.dumps(launch_doc, indent=2), mode=0o600)
     atomic_write_text(deployment_record(ctx.run_id), _masked_toml(d), mode=0o600)
     store.insert_run(conn, _row(d, engine, ctx, rendered))
 
@@ -337,6 +345,14 @@ def _row(
             {**identity(os.getpid()), "host": socket.gethostname(), "detached": False}
         ),
     )
+
+
+def _record_host(ctx: RenderContext, report: PreflightReport) -> None:
+    """The host facts preflight found (limits, temp dir, driver, GPUs, nvcc): what the doctor
+    reads beside the log (diagnose/runs.py). Without env (values may be secrets) and engine
+    (in launch.json and the store already)."""
+    facts = report.host.model_dump_json(exclude={"env", "engine"}, indent=2)
+    atomic_write_text(ctx.run_dir / HOST_FILE, facts, mode=0o600)
 
 
 def _masked_toml(d: Deployment) -> str:
