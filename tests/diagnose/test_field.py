@@ -55,6 +55,7 @@ def test_every_cause_has_a_real_excerpt_somewhere() -> None:
     seen |= {c.cause for c in load_cases(FIXTURES / "logs_heldout")}
     for split in ("dev", "heldout"):  # field set 2: its held-out split is in-sample since stop 16
         seen |= {c.cause for c in load_cases(FIXTURES / "logs_field2" / split)}
+    seen |= {c.cause for c in load_cases(FIXTURES / "logs_field3" / "dev")}
     assert set(CAUSES) <= seen
 
 
