@@ -155,7 +155,11 @@ class Cause(BaseModel):
     cause_title: str = Field(default="", exclude=True, description="the cause table's title")
     preflight_rule: str | None = Field(default=None, exclude=True)
     repeats: int = Field(default=1, exclude=True, description="duplicate lines folded (ranks)")
-    stall: bool = Field(default=False, exclude=True, description="named by a stage marker")
+    stall: bool = Field(
+        default=False,
+        exclude=True,
+        description="named by a stage marker at the end of a log written moments ago",
+    )
 
     def as_finding(self) -> Finding:
         """The cause as a verdict (``doctor.<cause>``), with its first evidence line."""
