@@ -123,7 +123,8 @@ def load_cases(root: Path, split: str | None = None) -> list[Case]:
 
 
 def diagnose_case(paths: list[Path], kb: KnowledgeBase) -> Diagnosis:
-    scanner = Scanner(kb)
+    """A labelled case as a saved log: its checkout time is not the process's last word."""
+    scanner = Scanner(kb, post_mortem=True)
     for source in reader.expand(paths):
         scanner.feed_source(source)
     return scanner.diagnosis()

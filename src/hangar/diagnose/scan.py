@@ -76,9 +76,14 @@ class _Hits:
 class Scanner:
     """Feed it sources (in order); ask for the diagnosis at the end."""
 
-    def __init__(self, kb: KnowledgeBase, now: float | None = None) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, now: float | None = None, *, post_mortem: bool = False
+    ) -> None:
         self.kb = kb
         self._now = time.time() if now is None else now
+        # A saved log (a labelled corpus, a pasted excerpt): when its file was last written says
+        # nothing about the process, so a stop is judged by the stage alone, the same at any hour.
+        self._post_mortem = post_mortem
         self._written: list[float | None] = []
         self._hits: dict[tuple[str, str, int], _Hits] = {}
         self._dead: set[str] = set()
@@ -148,7 +153,7 @@ class Scanner:
 
     def _open(self, source: reader.Source) -> int:
         self.files.append(source.name)
-        self._written.append(_mtime(source))
+        self._written.append(None if self._post_mortem else _mtime(source))
         return len(self.files) - 1
 
     def _close(self, line_no: int) -> None:
