@@ -175,6 +175,11 @@ FIELD_SETS = (
     ),
     ("logs_field3/dev", "field set 3, dev (in-sample: signatures written while reading it)", False),
     ("logs_field3/heldout", "field set 3, HELD-OUT (never read while writing signatures)", True),
+    (
+        "logs_field4/heldout",
+        "field set 4, post-hoc HELD-OUT (collected after every stop-17 signature)",
+        True,
+    ),
 )
 
 

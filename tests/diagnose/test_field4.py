@@ -1,0 +1,54 @@
+"""Field set 4 (issue 11, part 6): a post-hoc held-out set collected after every signature of
+stop 17. Only its form is checked here (labels from the taxonomy, a log per case, https sources,
+no thread quoted twice or by another fixture); its accuracy was measured once by the lead
+(README, docs/doctor.md) and is never re-measured here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hangar.diagnose import CAUSES
+from hangar.diagnose.evaluate import UNKNOWN
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIELD4 = FIXTURES / "logs_field4" / "heldout"
+URL = re.compile(r"https?://[^\s'\"<>)\]]+")
+
+
+def _cases() -> list[dict[str, Any]]:
+    raw = yaml.safe_load((FIELD4 / "manifest.yaml").read_text(encoding="utf-8"))
+    assert raw["schema_version"] == 1
+    cases: list[dict[str, Any]] = raw["cases"]
+    return cases
+
+
+def _thread(url: str) -> str:
+    return url.split("#")[0].rstrip("/.,;:").removeprefix("https://").removeprefix("http://")
+
+
+def test_every_case_is_labelled_and_has_its_log() -> None:
+    cases = _cases()
+    assert len(cases) >= 25
+    for case in cases:
+        assert case["cause"] in CAUSES or case["cause"] == UNKNOWN, case["file"]
+        assert case["split"] == "heldout", case["file"]
+        log = FIELD4 / case["file"]
+        assert log.is_file() and log.read_text(encoding="utf-8").strip(), case["file"]
+        assert case["source"].startswith("https://"), case["file"]
+        assert case["confirmed_by"]["kind"] in ("maintainer", "fix", "reporter"), case["file"]
+    assert {c["file"] for c in cases} == {p.name for p in FIELD4.glob("*.log")}
+
+
+def test_no_thread_is_quoted_twice_or_by_another_fixture() -> None:
+    threads = [_thread(c["source"]) for c in _cases()]
+    assert len(threads) == len(set(threads))
+    others: set[str] = set()
+    for path in FIXTURES.rglob("*"):
+        if path.is_file() and FIELD4 not in path.parents:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            others |= {_thread(u) for u in URL.findall(text)}
+    assert not set(threads) & others
