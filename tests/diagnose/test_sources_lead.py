@@ -1,0 +1,66 @@
+"""Surface forms added after field set 3's and field set 4's one measurement (stop 17): one line
+per emitting source, written from its format string, and the cause it must name."""
+
+from __future__ import annotations
+
+import pytest
+
+from hangar.diagnose import diagnose_text
+
+CASES = [
+    # torch_npu NPUCachingAllocator (vllm-ascend), after vLLM sized its budget
+    (
+        (
+            "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB (NPU 0; 60.96 GiB total "
+            "capacity; 55.91 GiB already allocated; 1.80 GiB free)"
+        ),
+        "gpu_memory_utilization",
+    ),
+    (
+        "torch.OutOfMemoryError: XPU out of memory. Tried to allocate 1.00 GiB",
+        "gpu_memory_utilization",
+    ),
+    # DeepSpeed module_inject / auto_tp
+    ("AssertionError: num_heads (52) must be divisible by mp_size (8)", "tp_heads_divisibility"),
+    (
+        "AssertionError: Number of attention heads (40) must be divisible by mp_size (3)",
+        "tp_heads_divisibility",
+    ),
+    # Ray >= 2.10 node.py
+    (
+        (
+            "Exception: The current node timed out during startup. This could happen because some of "
+            "the raylet failed to startup or the GCS has become overloaded."
+        ),
+        "ray_cluster",
+    ),
+    # Ray placement_group.py check_placement_group_index
+    (
+        "ValueError: placement group bundle index 6 is invalid. Valid placement group indexes: 0-4",
+        "ray_cluster",
+    ),
+    # NVIDIA NGC image entrypoint driver check
+    (
+        (
+            "ERROR: This container was built for NVIDIA Driver Release 535.86 or later, but\n"
+            "       version 510.85.02 was detected and compatibility mode is UNAVAILABLE."
+        ),
+        "cuda_driver_mismatch",
+    ),
+    # CPython's TypeError for a dataclass given an unknown keyword (vllm.LLM(**kwargs))
+    (
+        "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'",
+        "bad_cli_flag",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "cause"), CASES)
+def test_source_form_names_its_cause(line: str, cause: str) -> None:
+    causes = diagnose_text(line + "\n").causes
+    assert causes and causes[0].cause == cause, [(c.cause, c.signature) for c in causes]
+
+
+def test_a_keyword_error_of_another_class_names_nothing_confident() -> None:
+    line = "TypeError: MyTrainer.__init__() got an unexpected keyword argument 'lr'\n"
+    assert all(c.confidence < 0.5 for c in diagnose_text(line).causes)
