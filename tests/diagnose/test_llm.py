@@ -40,13 +40,29 @@ class _Recorder(BaseHTTPRequestHandler):
     received: ClassVar[list[dict[str, Any]]] = []
     content: ClassVar[str] = GOOD_ANSWER
     refuse_schema: ClassVar[bool] = False  # answer 400 to response_format, like older servers
+    context_chars: ClassVar[int] = 0  # > 0: refuse longer prompts as vLLM does (400 + reason)
 
     def do_POST(self) -> None:
         length = int(self.headers["Content-Length"])
         body = json.loads(self.rfile.read(length))
         _Recorder.received.append({"path": self.path, "body": body})
         status = 400 if self.refuse_schema and "response_format" in body else 200
-        reply = {"choices": [{"message": {"role": "assistant", "content": _Recorder.content}}]}
+        reply: dict[str, Any] = {
+            "choices": [{"message": {"role": "assistant", "content": _Recorder.content}}]
+        }
+        prompt = sum(len(m["content"]) for m in body["messages"])
+        if self.context_chars and prompt > self.context_chars:
+            status = 400
+            reply = {
+                "error": {
+                    "message": (
+                        f"This model's maximum context length is {self.context_chars} tokens. However, "
+                        f"your prompt contains at least {prompt} input tokens"
+                    ),
+                    "type": "BadRequestError",
+                    "code": 400,
+                }
+            }
         data = json.dumps(reply).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -63,6 +79,7 @@ def server() -> Iterator[str]:
     _Recorder.received.clear()
     _Recorder.content = GOOD_ANSWER
     _Recorder.refuse_schema = False
+    _Recorder.context_chars = 0
     httpd = HTTPServer(("127.0.0.1", 0), _Recorder)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -138,6 +155,21 @@ def test_server_without_structured_output_is_asked_again_plainly(
     assert main(["doctor", "--json", "--llm", server, str(log)]) == 0
     assert json.loads(capsys.readouterr().out)["llm_guess"]["valid"] is True
     assert [("response_format" in r["body"]) for r in _Recorder.received] == [True, False]
+
+
+def test_a_model_with_a_small_context_is_asked_again_smaller(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server's own reason (vLLM: 'maximum context length is N tokens') makes the doctor
+    send the taxonomy as ids only, then the excerpt's last lines; a wrong schema is not blamed."""
+    _Recorder.context_chars = 1500
+    log = tmp_path / "weird.log"
+    log.write_text(SECRET_LOG * 3)
+    assert main(["doctor", "--json", "--llm", server, str(log)]) == 0
+    assert json.loads(capsys.readouterr().out)["llm_guess"]["valid"] is True
+    sizes = [sum(len(m["content"]) for m in r["body"]["messages"]) for r in _Recorder.received]
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= 1500 < sizes[0], sizes
+    assert all("response_format" in r["body"] for r in _Recorder.received)
 
 
 @pytest.mark.parametrize(

@@ -272,7 +272,9 @@ def test_doctor_llm_against_the_real_tiny_model(
     log.write_text("frobnicator: widget 7 misaligned\nsomething odd happened\n")
     code = main(["doctor", "--json", "--llm", f"{vllm_server.url}/v1", "--model", SERVED_NAME,
                  "--llm-timeout", "120", str(log)])
-    out = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    assert captured.out.strip(), (code, captured.err)
+    out = json.loads(captured.out)
     assert code == 0 and out["causes"] == []
     guess = out["llm_guess"]
     assert guess["valid"] is False or guess["cause"] in (*CAUSES, "unknown")

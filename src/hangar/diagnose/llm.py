@@ -29,6 +29,7 @@ from hangar.diagnose import reader, runs
 from hangar.diagnose.knowledge import causes
 from hangar.diagnose.model import UNKNOWN
 from hangar.errors import BadValue, HangarError
+from hangar.text import printable
 
 EXCERPT_LINES = 120
 _PUBLIC_HOSTS = ("huggingface.co", "github.com", "docs.vllm.ai", "pytorch.org", "nvidia.com")
@@ -113,10 +114,11 @@ def answer_schema() -> dict[str, Any]:
 
 
 def _system_prompt() -> str:
-    """The taxonomy as the cause table defines it: id, title, then the one-paragraph meaning
-    (the definitions say which root cause a misleading surface message belongs to)."""
-    rows = (f"- {cause}: {e.title}. {e.definition}" for cause, e in causes().items())
-    return _SYSTEM + "\n".join(rows)
+    """The taxonomy as one line per cause (id and the cause table's title). Not the whole
+    definitions: 34 paragraphs are ~2,500 tokens, more than a small local model's context
+    (the tests' tiny vLLM model refused the request), for little gain on a model that reads
+    the titles' wording."""
+    return _SYSTEM + "\n".join(f"- {cause}: {title}" for cause, title in taxonomy().items())
 
 
 def redact(text: str, extra_names: Iterable[str] = ()) -> str:
@@ -226,16 +228,43 @@ def _without_userinfo(url: str) -> str:
     return re.sub(r"(?<=://)[^/@\s]*@", "***@", url)
 
 
+# When the server says the prompt is longer than the model's context (vLLM: "This model's
+# maximum context length is N tokens"), ask again smaller: the taxonomy as ids only (the
+# answer schema's enum still names them), then the excerpt's last lines only.
+_SHRINK = ((False, None), (True, None), (True, 40), (True, 10))
+_TOO_LONG = re.compile(
+    r"context length|context window|too many tokens|prompt is too long", re.IGNORECASE
+)
+
+
 def ask(url: str, model: str, text: str, timeout: float = 60.0) -> LlmGuess:
     """POST the (already redacted) excerpt to an OpenAI-compatible chat endpoint."""
     if not timeout > 0:
         raise BadValue(f"--llm-timeout must be > 0 seconds, got {timeout}", field="--llm-timeout")
     target = endpoint(url)
-    body: dict[str, Any] = {
+    for step, (compact, last_lines) in enumerate(_SHRINK):
+        sent = text if last_lines is None else "\n".join(text.splitlines()[-last_lines:])
+        try:
+            answer = _post_schema_or_plain(target, _request(model, sent, compact), timeout)
+        except LlmUnavailable as exc:
+            if step + 1 < len(_SHRINK) and _TOO_LONG.search(exc.message):
+                continue
+            raise
+        break
+    try:
+        content = answer["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise LlmUnavailable(f"{target.url} answered without choices[0].message.content") from exc
+    return validate(str(content or ""), sent, model)
+
+
+def _request(model: str, text: str, compact: bool) -> dict[str, Any]:
+    system = _SYSTEM + "\n".join(taxonomy()) if compact else _system_prompt()
+    return {
         "model": model,
         "temperature": 0,
         "messages": [
-            {"role": "system", "content": _system_prompt()},
+            {"role": "system", "content": system},
             {"role": "user", "content": f"Log excerpt:\n```\n{text}\n```"},
         ],
         "response_format": {
@@ -243,12 +272,6 @@ def ask(url: str, model: str, text: str, timeout: float = 60.0) -> LlmGuess:
             "json_schema": {"name": "hangar_diagnosis", "schema": answer_schema()},
         },
     }
-    answer = _post_schema_or_plain(target, body, timeout)
-    try:
-        content = answer["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError) as exc:
-        raise LlmUnavailable(f"{target.url} answered without choices[0].message.content") from exc
-    return validate(str(content or ""), text, model)
 
 
 def validate(content: str, excerpt_text: str, model: str) -> LlmGuess:
@@ -301,9 +324,25 @@ def _post_schema_or_plain(endpoint: Endpoint, body: dict[str, Any], timeout: flo
         cause = exc.__cause__
         if not (isinstance(cause, urllib.error.HTTPError) and cause.code == 400):
             raise
+        if _TOO_LONG.search(exc.message):  # not the schema: the caller shrinks the prompt
+            raise
         cause.close()  # the error holds the response's socket
     plain = {k: v for k, v in body.items() if k != "response_format"}
     return _post(endpoint, plain, timeout)
+
+
+def _server_says(exc: Exception) -> str:
+    """The first line of an HTTP error's body (vLLM says why it refused: a context too long,
+    an unknown model), printable and clipped; nothing for other errors."""
+    if not isinstance(exc, urllib.error.HTTPError):
+        return ""
+    try:
+        body = exc.read(2000).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    exc.close()
+    text = " ".join(body.split())[:300]
+    return f" ({printable(text)})" if text else ""
 
 
 def _post(endpoint: Endpoint, body: dict[str, Any], timeout: float) -> Any:
@@ -318,6 +357,7 @@ def _post(endpoint: Endpoint, body: dict[str, Any], timeout: float) -> Any:
             return json.loads(response.read().decode("utf-8"))
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
         raise LlmUnavailable(
-            f"--llm endpoint {endpoint.url} failed: {_without_userinfo(str(exc))}",
+            f"--llm endpoint {endpoint.url} failed: {_without_userinfo(str(exc))}"
+            f"{_server_says(exc)}",
             hint="check the URL of the OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)",
         ) from exc
