@@ -8,6 +8,31 @@ import pytest
 from hangar.diagnose import diagnose_text
 
 CASES = [
+    # transformers 4.x cached_file, offline or no Hub access and no cached copy
+    (
+        (
+            "OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't "
+            "find it in the cached files and it looks like org/model is not the path to a "
+            "directory containing a file named config.json."
+        ),
+        "hf_access",
+    ),
+    # vLLM < 0.10 SchedulerConfig, ModelConfig._verify_quantization; torch's fork check
+    (
+        (
+            "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (32768). "
+            "This effectively limits the maximum sequence length to max_num_batched_tokens"
+        ),
+        "other",
+    ),
+    ("ValueError: Unknown quantization method: mxfp4. Must be one of ['aqlm', 'awq'].", "other"),
+    (
+        (
+            "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+            "multiprocessing, you must use the 'spawn' start method"
+        ),
+        "other",
+    ),
     # torch_npu NPUCachingAllocator (vllm-ascend), after vLLM sized its budget
     (
         (
