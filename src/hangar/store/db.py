@@ -27,7 +27,6 @@ def connect(path: Path | None = None) -> sqlite3.Connection:
             target.touch(mode=0o600)
         conn = sqlite3.connect(target, timeout=30)
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA foreign_keys=ON")
         _migrate_locked(conn, target)
     except (OSError, sqlite3.DatabaseError) as exc:
@@ -68,6 +67,10 @@ def _migrate_locked(conn: sqlite3.Connection, target: Path) -> None:
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        # Switching to WAL takes an exclusive lock and SQLite answers "database is locked" at
+        # once, without its busy timeout, while another process reads the new file (two
+        # launches at the same moment): switch under the same lock. WAL then persists.
+        conn.execute("PRAGMA journal_mode=WAL")
         migrate(conn, str(target))
     finally:
         os.close(fd)
