@@ -79,28 +79,8 @@ def test_detach_returns_while_queued_and_stop_cancels_the_job(
     tmp_path: Path,
     model_dir: Path,
 ) -> None:
-    engine = make_fake_engine(tmp_path / "engine")
-    path = fake_deployment(
-        slurm_cluster,
-        tmp_path,
-        engine,
-        model_dir,
-        partition=slurm_cluster.limited_partition,
-        multinode="mp",
-        queue_timeout_s=600,
-    )
-    rewrite(path, resources={"nodes": 2})
-    env = {**os.environ, **slurm_cluster.env}
-    cmd = [sys.executable, "-m", "hangar"]
-    launched = subprocess.run(
-        [*cmd, "launch", str(path), "--force", "--detach"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert launched.returncode == 0, launched.stderr
+    env, cmd = {**os.environ, **slurm_cluster.env}, [sys.executable, "-m", "hangar"]
+    launched = _launch_detached_pending(slurm_cluster, tmp_path, model_dir)
     run = store.list_runs(open_store())[0]
     assert run.detached and run.status == "queued" and f"hangar stop {run.id}" in launched.stdout
     job = int(run.handle["job_id"])
@@ -119,28 +99,8 @@ def test_a_job_whose_id_was_never_recorded_is_found_and_cleaned(
     """kill -9 of the launcher between sbatch and recording the job id: the record has no
     handle, yet `hangar status` finds the job by its working directory (the run dir) and
     shows it orphaned, and `hangar clean` cancels exactly that job."""
-    engine = make_fake_engine(tmp_path / "engine")
-    path = fake_deployment(
-        slurm_cluster,
-        tmp_path,
-        engine,
-        model_dir,
-        partition=slurm_cluster.limited_partition,
-        multinode="mp",
-        queue_timeout_s=600,
-    )
-    rewrite(path, resources={"nodes": 2})  # stays pending: the job cannot start by itself
-    env = {**os.environ, **slurm_cluster.env}
-    cmd = [sys.executable, "-m", "hangar"]
-    launched = subprocess.run(
-        [*cmd, "launch", str(path), "--force", "--detach"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert launched.returncode == 0, launched.stderr
+    env, cmd = {**os.environ, **slurm_cluster.env}, [sys.executable, "-m", "hangar"]
+    _launch_detached_pending(slurm_cluster, tmp_path, model_dir)
     run = store.list_runs(open_store())[0]
     job = int(run.handle["job_id"])
     dead = subprocess.Popen(["sleep", "30"])
@@ -166,3 +126,31 @@ def test_a_job_whose_id_was_never_recorded_is_found_and_cleaned(
     )  # fmt: skip
     assert cleaned.returncode == 0, cleaned.stderr
     wait_gone(slurm_cluster, job)
+
+
+def _launch_detached_pending(
+    cluster: SlurmCluster, tmp_path: Path, model_dir: Path
+) -> subprocess.CompletedProcess[str]:
+    """`hangar launch --detach` of a 2-node job on the one-node partition: Slurm keeps it
+    pending (PartitionNodeLimit), so it is queued and cannot start by itself."""
+    engine = make_fake_engine(tmp_path / "engine")
+    path = fake_deployment(
+        cluster,
+        tmp_path,
+        engine,
+        model_dir,
+        partition=cluster.limited_partition,
+        multinode="mp",
+        queue_timeout_s=600,
+    )
+    rewrite(path, resources={"nodes": 2})
+    launched = subprocess.run(
+        [sys.executable, "-m", "hangar", "launch", str(path), "--force", "--detach"],
+        env={**os.environ, **cluster.env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert launched.returncode == 0, launched.stderr
+    return launched
