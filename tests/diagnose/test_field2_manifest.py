@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
-import yaml
+from support.field_sets import manifest, thread, threads_quoted_outside
 
 from hangar.diagnose import CAUSES
 from hangar.diagnose.evaluate import UNKNOWN
@@ -26,33 +25,11 @@ HELDOUT_REPOS = {
     "ray-project/ray",
 }
 CUTOFF = "2025-08-01"
-URL = re.compile(r"https?://[^\s'\"<>)\]]+")
-
-
-def _manifest(split: str) -> list[dict[str, Any]]:
-    raw = yaml.safe_load((FIELD2 / split / "manifest.yaml").read_text(encoding="utf-8"))
-    assert raw["schema_version"] == 1
-    cases: list[dict[str, Any]] = raw["cases"]
-    return cases
-
-
-def _thread(url: str) -> str:
-    # One thread = one key, whatever anchor or trailing punctuation a manifest gave it.
-    return url.split("#")[0].rstrip("/.,;:").removeprefix("https://").removeprefix("http://")
-
-
-def _other_fixture_threads() -> set[str]:
-    found: set[str] = set()
-    for path in FIXTURES.rglob("*"):
-        if path.is_file() and FIELD2 not in path.parents:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            found |= {_thread(u) for u in URL.findall(text)}
-    return found
 
 
 def test_every_case_is_labelled_from_the_taxonomy_and_has_its_log() -> None:
     for split in SPLITS:
-        for case in _manifest(split):
+        for case in manifest(FIELD2 / split):
             assert case["cause"] in CAUSES or case["cause"] == UNKNOWN, case["file"]
             assert case["split"] == split, case["file"]
             assert (FIELD2 / split / case["file"]).is_file(), case["file"]
@@ -66,19 +43,19 @@ def test_every_case_is_labelled_from_the_taxonomy_and_has_its_log() -> None:
 
 def test_split_follows_the_written_rule() -> None:
     for split in SPLITS:
-        for case in _manifest(split):
+        for case in manifest(FIELD2 / split):
             heldout = case["repo"] in HELDOUT_REPOS or str(case["date"]) >= CUTOFF
             assert split == ("heldout" if heldout else "dev"), case["file"]
 
 
 def test_no_thread_is_quoted_twice_or_by_another_fixture() -> None:
-    threads = [_thread(c["source"]) for split in SPLITS for c in _manifest(split)]
+    threads = [thread(c["source"]) for split in SPLITS for c in manifest(FIELD2 / split)]
     assert len(threads) == len(set(threads))  # dev and heldout disjoint, no duplicates inside
-    assert not set(threads) & _other_fixture_threads()
+    assert not set(threads) & threads_quoted_outside(FIXTURES, FIELD2)
 
 
 def test_every_case_file_is_in_its_manifest() -> None:
     for split in SPLITS:
-        listed = {c["file"] for c in _manifest(split)}
+        listed = {c["file"] for c in manifest(FIELD2 / split)}
         on_disk = {p.name for p in (FIELD2 / split).glob("*.log")}
         assert listed == on_disk, split

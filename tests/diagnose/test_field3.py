@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
+from support.field_sets import manifest, thread, threads_quoted_outside
 
 from hangar.diagnose import CAUSES
 from hangar.diagnose.evaluate import UNKNOWN, load_cases, score
@@ -34,36 +33,15 @@ WHOLE_REPOS_HELDOUT = {  # the rule's list, with the two repositories' new names
     "microsoft/DeepSpeed",
 }
 CUTOFF = "2025-10-01"
-URL = re.compile(r"https?://[^\s'\"<>)\]]+")
 
 pytestmark = pytest.mark.skipif(
     not (FIELD3 / "dev" / "manifest.yaml").is_file(), reason="field set 3 not merged yet"
 )
 
 
-def _manifest(split: str) -> list[dict[str, Any]]:
-    raw = yaml.safe_load((FIELD3 / split / "manifest.yaml").read_text(encoding="utf-8"))
-    assert raw["schema_version"] == 1
-    cases: list[dict[str, Any]] = raw["cases"]
-    return cases
-
-
-def _thread(url: str) -> str:
-    return url.split("#")[0].rstrip("/.,;:").removeprefix("https://").removeprefix("http://")
-
-
-def _other_fixture_threads() -> set[str]:
-    found: set[str] = set()
-    for path in FIXTURES.rglob("*"):
-        if path.is_file() and FIELD3 not in path.parents:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            found |= {_thread(u) for u in URL.findall(text)}
-    return found
-
-
 def test_every_case_is_labelled_from_the_taxonomy_and_has_its_log() -> None:
     for split in SPLITS:
-        for case in _manifest(split):
+        for case in manifest(FIELD3 / split):
             assert case["cause"] in CAUSES or case["cause"] == UNKNOWN, case["file"]
             assert case["split"] == split, case["file"]
             log = FIELD3 / split / case["file"]
@@ -77,7 +55,7 @@ def test_every_case_is_labelled_from_the_taxonomy_and_has_its_log() -> None:
 
 def test_split_follows_the_written_rule() -> None:
     for split in SPLITS:
-        for case in _manifest(split):
+        for case in manifest(FIELD3 / split):
             heldout = (
                 str(case["date"]) >= CUTOFF
                 or case["repo"] in WHOLE_REPOS_HELDOUT
@@ -87,14 +65,14 @@ def test_split_follows_the_written_rule() -> None:
 
 
 def test_no_thread_is_quoted_twice_or_by_another_fixture() -> None:
-    threads = [_thread(c["source"]) for split in SPLITS for c in _manifest(split)]
+    threads = [thread(c["source"]) for split in SPLITS for c in manifest(FIELD3 / split)]
     assert len(threads) == len(set(threads))
-    assert not set(threads) & _other_fixture_threads()
+    assert not set(threads) & threads_quoted_outside(FIXTURES, FIELD3)
 
 
 def test_every_case_file_is_in_its_manifest() -> None:
     for split in SPLITS:
-        listed = {c["file"] for c in _manifest(split)}
+        listed = {c["file"] for c in manifest(FIELD3 / split)}
         assert listed == {p.name for p in (FIELD3 / split).glob("*.log")}, split
 
 

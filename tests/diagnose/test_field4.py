@@ -6,11 +6,9 @@ guarded here against regression (16/26 now, floor 13/26)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
-from typing import Any
 
-import yaml
+from support.field_sets import manifest, thread, threads_quoted_outside
 
 from hangar.diagnose import CAUSES
 from hangar.diagnose.evaluate import UNKNOWN, load_cases, score
@@ -18,22 +16,10 @@ from hangar.diagnose.knowledge import load
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIELD4 = FIXTURES / "logs_field4" / "heldout"
-URL = re.compile(r"https?://[^\s'\"<>)\]]+")
-
-
-def _cases() -> list[dict[str, Any]]:
-    raw = yaml.safe_load((FIELD4 / "manifest.yaml").read_text(encoding="utf-8"))
-    assert raw["schema_version"] == 1
-    cases: list[dict[str, Any]] = raw["cases"]
-    return cases
-
-
-def _thread(url: str) -> str:
-    return url.split("#")[0].rstrip("/.,;:").removeprefix("https://").removeprefix("http://")
 
 
 def test_every_case_is_labelled_and_has_its_log() -> None:
-    cases = _cases()
+    cases = manifest(FIELD4)
     assert len(cases) >= 25
     for case in cases:
         assert case["cause"] in CAUSES or case["cause"] == UNKNOWN, case["file"]
@@ -46,14 +32,9 @@ def test_every_case_is_labelled_and_has_its_log() -> None:
 
 
 def test_no_thread_is_quoted_twice_or_by_another_fixture() -> None:
-    threads = [_thread(c["source"]) for c in _cases()]
+    threads = [thread(c["source"]) for c in manifest(FIELD4)]
     assert len(threads) == len(set(threads))
-    others: set[str] = set()
-    for path in FIXTURES.rglob("*"):
-        if path.is_file() and FIELD4 not in path.parents:
-            text = path.read_text(encoding="utf-8", errors="replace")
-            others |= {_thread(u) for u in URL.findall(text)}
-    assert not set(threads) & others
+    assert not set(threads) & threads_quoted_outside(FIXTURES, FIELD4)
 
 
 def test_in_sample_floor() -> None:

@@ -1,0 +1,35 @@
+"""Reading the doctor's labelled field sets (tests/fixtures/logs_field*/<split>/manifest.yaml)
+and the threads every other fixture quotes: one copy for the field sets' form tests."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+URL = re.compile(r"https?://[^\s'\"<>)\]]+")
+
+
+def manifest(folder: Path) -> list[dict[str, Any]]:
+    """The cases of ``folder/manifest.yaml`` (schema_version 1)."""
+    raw = yaml.safe_load((folder / "manifest.yaml").read_text(encoding="utf-8"))
+    assert raw["schema_version"] == 1
+    cases: list[dict[str, Any]] = raw["cases"]
+    return cases
+
+
+def thread(url: str) -> str:
+    """One thread = one key, whatever anchor or trailing punctuation a manifest gave it."""
+    return url.split("#")[0].rstrip("/.,;:").removeprefix("https://").removeprefix("http://")
+
+
+def threads_quoted_outside(fixtures: Path, own: Path) -> set[str]:
+    """Every thread URL in a fixture file that does not lie under ``own``."""
+    found: set[str] = set()
+    for path in fixtures.rglob("*"):
+        if path.is_file() and own not in path.parents:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            found |= {thread(u) for u in URL.findall(text)}
+    return found
