@@ -222,3 +222,32 @@ def test_a_cause_as_a_verdict_keeps_its_fix_and_first_line() -> None:
     )
     assert verdict.fix == top.fix and verdict.message == top.explanation
     assert verdict.evidence.endswith(":2: " + top.evidence[0].text)
+
+
+PASTED = (
+    "OSError: Can't load tokenizer for 'org/model'. If you were trying to load it from "
+    "'https://huggingface.co/models', make sure you don't have a local directory with the same name."
+)
+
+
+@pytest.mark.parametrize(
+    "typeset",
+    [
+        PASTED.replace("'", "&#39;"),  # a page's escaped markup
+        PASTED.replace("'", "\u2019"),  # a forum editor's typographic quotes
+        "> " + PASTED,  # quoted in a reply
+        "&gt; " + PASTED.replace("'", "&#x27;").replace(" ", "\u00a0", 3),
+    ],
+)
+def test_a_log_copied_out_of_a_web_page_reads_as_the_plain_one(typeset: str) -> None:
+    plain = diagnose_text(f"INFO starting\n{PASTED}\n").causes[0]
+    pasted = diagnose_text(f"INFO starting\n{typeset}\n").causes[0]
+    assert (pasted.cause, pasted.signature) == (plain.cause, plain.signature)
+    assert pasted.evidence[0].line == 2
+
+
+def test_untypeset_keeps_lines_and_leaves_plain_text_alone() -> None:
+    assert reader.untypeset(b"plain 'ascii' && more\n") is None
+    out = reader.untypeset("a \u2013max-model-len 8\u2013bit\n&amp;lt;\n".encode())
+    assert out == "a --max-model-len 8\u2013bit\n&lt;\n".encode()
+    assert reader.untypeset(b"&#39;" * (reader._PASTE_MAX_BYTES // 5 + 1)) is None

@@ -41,6 +41,7 @@ _PREFIX = re.compile(
     r"|[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]+ [\w.-]+\[\d+\]: "
     r"|[\w.-]+ +\|(?= )))+\s*"
 )
+_QUOTED = re.compile(r"^(?:>[ \t]?)+(?!>)")
 # vLLM's logger header, so that the same line from every rank folds into one.
 _HEADER = re.compile(
     r"^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
@@ -206,12 +207,49 @@ def _check_text(block: bytes, source: Source) -> None:
         )
 
 
+# A log copied out of a web page or a forum post: its quotes and dashes typeset, its markup
+# escaped. Messages (and the patterns read from the sources) use plain ASCII, so a pasted
+# ``Can&#39;t`` or ``’`` would hide them. Only small inputs are checked: a log that big was
+# written by a program, not copied out of a page, and the check would cost several passes.
+_PASTE_MAX_BYTES = 8 * 2**20
+_TYPESET = (
+    (b"&#39;", b"'"), (b"&#x27;", b"'"), (b"&apos;", b"'"), (b"&quot;", b'"'),
+    (b"&#34;", b'"'), (b"&lt;", b"<"), (b"&gt;", b">"), (b"&nbsp;", b" "),
+    ("\u2018".encode(), b"'"), ("\u2019".encode(), b"'"), ("\u2032".encode(), b"'"),
+    ("\u201c".encode(), b'"'), ("\u201d".encode(), b'"'), ("\u00a0".encode(), b" "),
+    ("\u200b".encode(), b""), ("\ufeff".encode(), b""),
+    (b"&amp;", b"&"),  # last: "&amp;lt;" is a literal "&lt;" in the page's text
+)
+_TYPESET_MARKS = (b"&", "\u2018".encode()[:2], "\u00a0".encode(), "\ufeff".encode()[:2])
+# WordPress and forum editors turn a flag's "--" into an en or em dash: "–max-model-len".
+_DASHED_FLAG = re.compile("(?<![\\w-])(?:\u2013|\u2014)(?=[a-z])".encode())
+
+
+def untypeset(buf: bytes | bytearray | memoryview | mmap.mmap) -> bytes | None:
+    """A pasted log's text with ASCII quotes, dashes and spaces again (None: nothing to do).
+
+    Replacements never add or remove a newline, so line numbers stay those of the file."""
+    if len(buf) > _PASTE_MAX_BYTES:
+        return None
+    data = bytes(buf)
+    if not any(mark in data for mark in _TYPESET_MARKS):
+        return None
+    out = data
+    for typeset, plain in _TYPESET:
+        if typeset in out:
+            out = out.replace(typeset, plain)
+    out = _DASHED_FLAG.sub(b"--", out)
+    return out if out != data else None
+
+
 def clean(raw: bytes) -> str:
     """One line as a person reads it: decoded, no colours, no CR, no process prefixes."""
     text = raw.decode("utf-8", errors="replace")
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     text = text.replace("\r", "").rstrip("\n")
+    if text.startswith(">"):  # quoted in a reply (Markdown "> "), once or more
+        text = _QUOTED.sub("", text, count=1)
     return _PREFIX.sub("", text, count=1)
 
 

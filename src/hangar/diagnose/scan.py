@@ -163,6 +163,7 @@ class Scanner:
     def _scan_buffer(self, name: str, order: int, buf: buffers.Buffer, line_no: int) -> int:
         """Match the selected lines of ``buf``; returns the line number after its end."""
         self.bytes += len(buf)
+        buf = reader.untypeset(buf) or buf  # a log pasted from a web page: ASCII again
         locator = buffers.Locator(buf)
         view = memoryview(buf)
         try:
