@@ -213,11 +213,22 @@ def _check_text(block: bytes, source: Source) -> None:
 # written by a program, not copied out of a page, and the check would cost several passes.
 _PASTE_MAX_BYTES = 8 * 2**20
 _TYPESET = (
-    (b"&#39;", b"'"), (b"&#x27;", b"'"), (b"&apos;", b"'"), (b"&quot;", b'"'),
-    (b"&#34;", b'"'), (b"&lt;", b"<"), (b"&gt;", b">"), (b"&nbsp;", b" "),
-    ("\u2018".encode(), b"'"), ("\u2019".encode(), b"'"), ("\u2032".encode(), b"'"),
-    ("\u201c".encode(), b'"'), ("\u201d".encode(), b'"'), ("\u00a0".encode(), b" "),
-    ("\u200b".encode(), b""), ("\ufeff".encode(), b""),
+    (b"&#39;", b"'"),
+    (b"&#x27;", b"'"),
+    (b"&apos;", b"'"),
+    (b"&quot;", b'"'),
+    (b"&#34;", b'"'),
+    (b"&lt;", b"<"),
+    (b"&gt;", b">"),
+    (b"&nbsp;", b" "),
+    ("\u2018".encode(), b"'"),
+    ("\u2019".encode(), b"'"),
+    ("\u2032".encode(), b"'"),
+    ("\u201c".encode(), b'"'),
+    ("\u201d".encode(), b'"'),
+    ("\u00a0".encode(), b" "),
+    ("\u200b".encode(), b""),
+    ("\ufeff".encode(), b""),
     (b"&amp;", b"&"),  # last: "&amp;lt;" is a literal "&lt;" in the page's text
 )
 _TYPESET_MARKS = (b"&", "\u2018".encode()[:2], "\u00a0".encode(), "\ufeff".encode()[:2])
