@@ -47,6 +47,7 @@ CauseId = Literal[
     "slurm_auth",
     "hf_access",
     "extension_abi_mismatch",
+    "dependency_mismatch",
     "bad_cli_flag",
     "ulimit_nofile",
     "fabric_manager",
