@@ -8,33 +8,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from support.field_sets import manifest, thread, threads_quoted_outside
+from support.field_sets import check_post_hoc_set
 
-from hangar.diagnose import CAUSES
-from hangar.diagnose.evaluate import UNKNOWN, load_cases, score
+from hangar.diagnose.evaluate import load_cases, score
 from hangar.diagnose.knowledge import load
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 FIELD4 = FIXTURES / "logs_field4" / "heldout"
 
 
-def test_every_case_is_labelled_and_has_its_log() -> None:
-    cases = manifest(FIELD4)
-    assert len(cases) >= 25
-    for case in cases:
-        assert case["cause"] in CAUSES or case["cause"] == UNKNOWN, case["file"]
-        assert case["split"] == "heldout", case["file"]
-        log = FIELD4 / case["file"]
-        assert log.is_file() and log.read_text(encoding="utf-8").strip(), case["file"]
-        assert case["source"].startswith("https://"), case["file"]
-        assert case["confirmed_by"]["kind"] in ("maintainer", "fix", "reporter"), case["file"]
-    assert {c["file"] for c in cases} == {p.name for p in FIELD4.glob("*.log")}
-
-
-def test_no_thread_is_quoted_twice_or_by_another_fixture() -> None:
-    threads = [thread(c["source"]) for c in manifest(FIELD4)]
-    assert len(threads) == len(set(threads))
-    assert not set(threads) & threads_quoted_outside(FIXTURES, FIELD4)
+def test_form_labels_logs_and_threads() -> None:
+    check_post_hoc_set(FIXTURES, FIELD4, at_least=25)
 
 
 def test_in_sample_floor() -> None:

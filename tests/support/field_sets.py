@@ -9,6 +9,9 @@ from typing import Any
 
 import yaml
 
+from hangar.diagnose import CAUSES
+from hangar.diagnose.evaluate import UNKNOWN
+
 URL = re.compile(r"https?://[^\s'\"<>)\]]+")
 
 
@@ -33,3 +36,21 @@ def threads_quoted_outside(fixtures: Path, own: Path) -> set[str]:
             text = path.read_text(encoding="utf-8", errors="replace")
             found |= {thread(u) for u in URL.findall(text)}
     return found
+
+
+def check_post_hoc_set(fixtures: Path, folder: Path, at_least: int) -> None:
+    """A post-hoc set's form: labels from the taxonomy, one log per case (and no stray log),
+    https sources, a confirmation, no thread quoted twice or by another fixture."""
+    cases = manifest(folder)
+    assert len(cases) >= at_least
+    for case in cases:
+        assert case["cause"] in CAUSES or case["cause"] == UNKNOWN, case["file"]
+        assert case["split"] == "heldout", case["file"]
+        log = folder / case["file"]
+        assert log.is_file() and log.read_text(encoding="utf-8").strip(), case["file"]
+        assert case["source"].startswith("https://"), case["file"]
+        assert case["confirmed_by"]["kind"] in ("maintainer", "fix", "reporter"), case["file"]
+    assert {c["file"] for c in cases} == {p.name for p in folder.glob("*.log")}
+    threads = [thread(c["source"]) for c in cases]
+    assert len(threads) == len(set(threads))
+    assert not set(threads) & threads_quoted_outside(fixtures, folder)
