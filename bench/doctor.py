@@ -186,6 +186,7 @@ FIELD_SETS = (
         "field set 4 post-hoc (measured once: 14/26 = 53.8% on b33c837; in-sample since)",
         False,
     ),
+    ("logs_field5/heldout", "field set 5 post-hoc, HELD-OUT (never read while writing signatures)", True),
 )
 
 
