@@ -75,7 +75,7 @@ CASES = [
     # CPython's TypeError for a dataclass given an unknown keyword (vllm.LLM(**kwargs))
     (
         "TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_use_ray'",
-        "bad_cli_flag",
+        "dependency_mismatch",  # a launcher older or newer than the vLLM it calls
     ),
 ]
 
