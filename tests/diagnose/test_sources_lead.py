@@ -89,3 +89,14 @@ def test_source_form_names_its_cause(line: str, cause: str) -> None:
 def test_a_keyword_error_of_another_class_names_nothing_confident() -> None:
     line = "TypeError: MyTrainer.__init__() got an unexpected keyword argument 'lr'\n"
     assert all(c.confidence < 0.5 for c in diagnose_text(line).causes)
+
+
+def test_python39_unqualified_init_typeerror_behind_engine_args() -> None:
+    """CPython <= 3.9 prints "__init__()" without the class: the caller line shows it."""
+    log = (
+        "    self.model = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**engine_args))\n"
+        "TypeError: __init__() got an unexpected keyword argument 'some_new_arg'\n"
+    )
+    assert diagnose_text(log).causes[0].cause == "dependency_mismatch"
+    bare = "TypeError: __init__() got an unexpected keyword argument 'some_new_arg'\n"
+    assert all(c.cause != "dependency_mismatch" for c in diagnose_text(bare).causes)
