@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 
 from hangar.diagnose import CAUSES
-from hangar.diagnose.evaluate import UNKNOWN
+from hangar.diagnose.evaluate import UNKNOWN, load_cases, score
+from hangar.diagnose.knowledge import load
 
 URL = re.compile(r"https?://[^\s'\"<>)\]]+")
 
@@ -54,3 +55,10 @@ def check_post_hoc_set(fixtures: Path, folder: Path, at_least: int) -> None:
     threads = [thread(c["source"]) for c in cases]
     assert len(threads) == len(set(threads))
     assert not set(threads) & threads_quoted_outside(fixtures, folder)
+
+
+def in_sample_top1(folder: Path, label: str) -> int:
+    """The doctor's top-1 count on a set (printed with its summary, for the test log)."""
+    result = score(folder, load_cases(folder), load())
+    print("\n" + result.summary(label))
+    return result.top1
