@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from slurm.test_hangar_launch import fake_deployment, rewrite, wait_gone
+from slurm.test_hangar_launch import pending_deployment, wait_gone
 from support.slurm_cluster import SlurmCluster
 from support.slurm_plugin import slurm_cluster  # noqa: F401  the session's one cluster
 
@@ -30,16 +30,7 @@ def test_sigint_while_queued_cancels_the_job(
 ) -> None:
     engine = make_fake_engine(tmp_path / "engine")
     # Two nodes on the one-node partition: Slurm keeps it pending (PartitionNodeLimit).
-    path = fake_deployment(
-        slurm_cluster,
-        tmp_path,
-        engine,
-        model_dir,
-        partition=slurm_cluster.limited_partition,
-        multinode="mp",
-        queue_timeout_s=600,
-    )
-    rewrite(path, resources={"nodes": 2})
+    path = pending_deployment(slurm_cluster, tmp_path, engine, model_dir, queue_timeout_s=600)
     launch = subprocess.Popen(
         [sys.executable, "-m", "hangar", "launch", str(path), "--force"],
         env={**os.environ, **slurm_cluster.env},
@@ -134,16 +125,7 @@ def _launch_detached_pending(
     """`hangar launch --detach` of a 2-node job on the one-node partition: Slurm keeps it
     pending (PartitionNodeLimit), so it is queued and cannot start by itself."""
     engine = make_fake_engine(tmp_path / "engine")
-    path = fake_deployment(
-        cluster,
-        tmp_path,
-        engine,
-        model_dir,
-        partition=cluster.limited_partition,
-        multinode="mp",
-        queue_timeout_s=600,
-    )
-    rewrite(path, resources={"nodes": 2})
+    path = pending_deployment(cluster, tmp_path, engine, model_dir, queue_timeout_s=600)
     launched = subprocess.run(
         [sys.executable, "-m", "hangar", "launch", str(path), "--force", "--detach"],
         env={**os.environ, **cluster.env},

@@ -305,6 +305,23 @@ def fake_deployment(
     return path
 
 
+def pending_deployment(
+    cluster: SlurmCluster, tmp_path: Path, engine: Path, model: Path, queue_timeout_s: int
+) -> Path:
+    """Two mp nodes on the one-node partition: Slurm keeps the job pending
+    (PartitionNodeLimit), so it is queued and cannot start by itself."""
+    path = fake_deployment(
+        cluster,
+        tmp_path,
+        engine,
+        model,
+        partition=cluster.limited_partition,
+        multinode="mp",
+        queue_timeout_s=queue_timeout_s,
+    )
+    return rewrite(path, resources={"nodes": 2})
+
+
 @pytest.fixture
 def fake_model(tmp_path: Path) -> Path:
     d = tmp_path / "tiny model"
@@ -331,16 +348,7 @@ def test_a_job_slurm_rejects_is_one_clear_line(
 def test_a_job_stuck_pending_shows_the_reason_and_ends_at_the_timeout(
     slurm_cluster: SlurmCluster, fake_engine: Path, fake_model: Path, tmp_path: Path
 ) -> None:
-    path = fake_deployment(
-        slurm_cluster,
-        tmp_path,
-        fake_engine,
-        fake_model,
-        partition=slurm_cluster.limited_partition,
-        multinode="mp",
-        queue_timeout_s=4,
-    )
-    rewrite(path, resources={"nodes": 2})
+    path = pending_deployment(slurm_cluster, tmp_path, fake_engine, fake_model, queue_timeout_s=4)
     started = time.monotonic()
     launched = hangar(slurm_cluster, "launch", str(path), "--force")
     assert launched.returncode == 1, launched.stderr
