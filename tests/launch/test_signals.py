@@ -73,7 +73,7 @@ def wait_in_readiness(launch: subprocess.Popen[str], timeout_s: float = 90) -> s
     raise AssertionError("the launch never reached the readiness wait")
 
 
-def state_once_gone(run_id: str, timeout_s: float = 30) -> RunState:
+def state_once_gone(run_id: str, timeout_s: float = 30, kill_marked: bool = False) -> RunState:
     """The run's state once `hangar status` no longer sees its server alive.
 
     Polls the store's own view rather than the marker scan: a process killed while stopped
@@ -81,6 +81,9 @@ def state_once_gone(run_id: str, timeout_s: float = 30) -> RunState:
     "no marked process" can come just before "not alive" (seen once in a CI run)."""
     deadline = time.monotonic() + timeout_s
     while True:
+        for pid in marked_pids(run_id) if kill_marked else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
         state = next(s for s in refresh(open_store()) if s.run.id == run_id)
         if not state.alive or time.monotonic() > deadline:
             assert not state.alive, state
@@ -185,15 +188,9 @@ def test_kill_9_before_the_server_started_shows_lost(
     run_id = wait_in_readiness(launch)
     launch.kill()
     launch.communicate(timeout=30)
-    deadline = time.monotonic() + 10
-    # the server dies too (a crash, an OOM kill, ...); kill again until none is left: a worker
-    # forked between one listing and its kill carries the marker as well (seen under CI load)
-    while marked_pids(run_id) and time.monotonic() < deadline:
-        for pid in marked_pids(run_id):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.1)
-    state = state_once_gone(run_id)
+    # the server dies too (a crash, an OOM kill, ...); kill again until the store sees none: a
+    # worker forked between one listing and its kill carries the marker as well (CI load)
+    state = state_once_gone(run_id, kill_marked=True)
     assert state.run.status == "failed" and (state.run.error or "").startswith("lost:"), state
 
 
