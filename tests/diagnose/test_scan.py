@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -182,9 +183,11 @@ def test_a_healthy_serving_log_selects_almost_no_lines(tmp_path: Path) -> None:
     class Counting(Scanner):
         selected = 0
 
-        def _match_line(self, name: str, order: int, line_no: int, raw: bytes) -> None:
+        def _match_line(
+            self, name: str, order: int, line_no: int, raw: bytes, above: Callable[[], bytes]
+        ) -> None:
             self.selected += 1
-            super()._match_line(name, order, line_no, raw)
+            super()._match_line(name, order, line_no, raw, above)
 
     lines = [
         'INFO:     127.0.0.1:4{i} - "POST /v1/chat/completions HTTP/1.1" 200 OK',

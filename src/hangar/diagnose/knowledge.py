@@ -163,6 +163,17 @@ def _derive(text: str, where: str) -> tuple[str, tuple[str, ...]]:
     return anchor, needles_for(text, anchor)
 
 
+def _check_raised_in(sig: Signature, source: str) -> None:
+    if sig.raised_in is None:
+        return
+    try:
+        re.compile(sig.raised_in)
+    except re.error as exc:
+        raise DataError(
+            f"{source}: signature '{sig.id}', key 'raised_in': invalid regex: {exc}"
+        ) from exc
+
+
 def _patterns_of(sig: Signature, source: str, known: _Derived) -> Iterable[Pattern]:
     for role in ("patterns", "requires", "requires_any", "absent", "context"):
         for index in range(len(getattr(sig, role))):
@@ -208,6 +219,7 @@ def build(files: Iterable[tuple[str, str]]) -> KnowledgeBase:
             if sig.id in seen:
                 raise DataError(f"{name}: signature '{sig.id}' already defined in {seen[sig.id]}")
             seen[sig.id] = name
+            _check_raised_in(sig, name)
             signatures.append(sig)
             patterns.extend(_patterns_of(sig, name, known))
     if len(known) > before:

@@ -93,6 +93,14 @@ class Signature(BaseModel):
             "lines of its file (the log stopped there) and no error signature fired"
         ),
     )
+    raised_in: str | None = Field(
+        default=None,
+        description=(
+            "a regex the innermost traceback frame must match: the path of the nearest "
+            '`File "...", line N, in f` line within the few lines above the pattern\'s line '
+            "(where the exception was raised, not every module the traceback passed through)"
+        ),
+    )
     explanation: str
     fix: tuple[str, ...] = Field(min_length=1)
     vllm: str = Field(default="*", description="vLLM versions that print this, e.g. '>=0.6,<0.11'")

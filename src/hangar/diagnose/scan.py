@@ -17,6 +17,7 @@ Ranking rules (why the first cause is usually the root and not the last symptom)
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,6 +45,11 @@ STALL_WINDOW = 25
 # A log written to this recently may still be progressing: a stage marker at its end is a
 # hang only with less confidence (the `hangar doctor` of a run still starting).
 STALL_RECENT_S = 120.0
+# Where an exception was raised: the innermost `File "...", line N, in f` of its traceback is
+# within this many lines above the exception line (the frame, its source line, and from
+# Python 3.11 a line of carets).
+RAISED_WINDOW = 4
+_FRAME = re.compile(r'File "([^"]+)", line \d+, in ')
 
 
 class _Needles:
@@ -92,6 +98,9 @@ class Scanner:
         # Which needles a selected line holds: built once per knowledge base, whatever retires
         # (a retired pattern is skipped when its needle turns up); the selector is rebuilt.
         self._needles, self._by_anchor = _needle_index(kb)
+        self._raised_in = {
+            sig.id: re.compile(sig.raised_in) for sig in kb.signatures if sig.raised_in
+        }
         self._index()
         self._file_lines: list[int] = []
         self.files: list[str] = []
@@ -175,7 +184,7 @@ class Scanner:
                     raw = buf[start : stop if stop >= 0 else end]
                     # Colour codes are removed per selected line (reader.clean): vLLM colours
                     # the process prefix, never inside the message texts anchors come from.
-                    self._match_line(name, order, line_no + before, raw)
+                    self._match_line(name, order, line_no + before, raw, _above(buf, start))
                 line_no += found.newlines
                 self._retire()
         finally:
@@ -197,7 +206,9 @@ class Scanner:
 
         return search
 
-    def _match_line(self, name: str, order: int, line_no: int, raw: bytes) -> None:
+    def _match_line(
+        self, name: str, order: int, line_no: int, raw: bytes, above: Callable[[], bytes]
+    ) -> None:
         text: str | None = None
         tried: set[int] = set()  # a pattern with several needles on this line runs once
         for needle in self._needles.present(raw):
@@ -206,8 +217,17 @@ class Scanner:
                     continue
                 tried.add(id(pattern))
                 text = text if text is not None else reader.clean(raw)
-                if pattern.regex.search(text):
+                if pattern.regex.search(text) and self._raised_where(pattern, above):
                     self._record(pattern, name, order, line_no, text)
+
+    def _raised_where(self, pattern: Pattern, above: Callable[[], bytes]) -> bool:
+        """A signature with ``raised_in``: its exception line counts only when the innermost
+        frame above it lies in the named code."""
+        where = self._raised_in.get(pattern.signature)
+        if where is None or pattern.role != "patterns":
+            return True
+        path = innermost_frame(above())
+        return path is not None and where.search(path) is not None
 
     def _record(self, pattern: Pattern, name: str, order: int, line_no: int, text: str) -> None:
         hits = self._hits.setdefault((pattern.signature, pattern.role, pattern.index), _Hits())
@@ -247,6 +267,26 @@ class _Fired:
     last: tuple[int, int] = (-1, -1)
     note: str = ""
     still_written: bool = False  # a stage marker whose log was written moments ago
+
+
+def _above(buf: buffers.Buffer, start: int) -> Callable[[], bytes]:
+    """The bytes of the few lines before ``start``, read only when asked. A streamed input's
+    first lines of a chunk see none (chunks are large; a frame split from its exception line
+    by a chunk boundary is missed)."""
+
+    def read() -> bytes:
+        return bytes(buf[max(0, start - 4096) : start])
+
+    return read
+
+
+def innermost_frame(before: bytes) -> str | None:
+    """The file of the nearest traceback frame in the last RAISED_WINDOW lines of ``before``."""
+    for raw in reversed(before.splitlines()[-RAISED_WINDOW:]):
+        found = _FRAME.search(reader.clean(raw))
+        if found:
+            return found.group(1)
+    return None
 
 
 def _at_end(primary: list[_Hits], file_lines: tuple[int, ...]) -> bool:
