@@ -34,6 +34,8 @@ from typing import Any
 import pytest
 
 from hangar.deploy.schema import Deployment
+from hangar.launch.targets import slurm_argv as sa
+from hangar.launch.targets import slurm_job as sj
 from hangar.launch.targets import slurm_render as sr
 from hangar.launch.targets import slurm_templates as st
 from hangar.launch.targets.base import RenderContext, Rendered
@@ -152,7 +154,7 @@ def rendered(marker: Path) -> dict[str, Rendered]:
 
 
 def _golden_dump(r: Rendered) -> dict[str, str]:
-    out = {name: f.text for name, f in r.files.items() if name != sr.HELPER_FILE}
+    out = {name: f.text for name, f in r.files.items() if name != sj.HELPER_FILE}
     meta = {
         "argv": list(r.argv),
         "secret_env": list(r.secret_env),
@@ -168,7 +170,7 @@ def _golden_dump(r: Rendered) -> dict[str, str]:
 def test_golden(case: str, rendered: dict[str, Rendered]) -> None:
     files = _golden_dump(rendered[case])
     if case == "one_node":  # the helper does not depend on the deployment: stored once
-        files[sr.HELPER_FILE] = rendered[case].files[sr.HELPER_FILE].text
+        files[sj.HELPER_FILE] = rendered[case].files[sj.HELPER_FILE].text
     for name, text in files.items():
         path = GOLDEN / case / name
         if REGEN:
@@ -178,12 +180,12 @@ def test_golden(case: str, rendered: dict[str, Rendered]) -> None:
 
 
 def test_helper_is_the_same_for_every_deployment(rendered: dict[str, Rendered]) -> None:
-    assert len({r.files[sr.HELPER_FILE].text for r in rendered.values()}) == 1
+    assert len({r.files[sj.HELPER_FILE].text for r in rendered.values()}) == 1
 
 
 def test_files_and_argv_shape(rendered: dict[str, Rendered]) -> None:
     r = rendered["one_node"]
-    assert list(r.files) == [sr.JOB_FILE, sr.NODE_FILE, sr.HELPER_FILE]
+    assert list(r.files) == [sj.JOB_FILE, sj.NODE_FILE, sj.HELPER_FILE]
     assert r.argv == (
         "sbatch",
         "--parsable",
@@ -193,7 +195,7 @@ def test_files_and_argv_shape(rendered: dict[str, Rendered]) -> None:
         f"{RUN_DIR}/job.sbatch",
     )
     assert r.base_url is None and r.served_name == "org/tiny-llama" and r.kind == "slurm"
-    assert r.files[sr.JOB_FILE].mode == 0o700 and r.files[sr.HELPER_FILE].mode == 0o600
+    assert r.files[sj.JOB_FILE].mode == 0o700 and r.files[sj.HELPER_FILE].mode == 0o600
 
 
 @pytest.fixture(scope="module")
@@ -211,7 +213,7 @@ def test_bash_n_and_shellcheck_clean(
     case: str, rendered: dict[str, Rendered], shellcheck: str, tmp_path: Path
 ) -> None:
     paths = []
-    for name in (sr.JOB_FILE, sr.NODE_FILE):
+    for name in (sj.JOB_FILE, sj.NODE_FILE):
         path = tmp_path / name
         path.write_text(rendered[case].files[name].text, encoding="utf-8")
         subprocess.run(["bash", "-n", str(path)], check=True)
@@ -223,8 +225,8 @@ def test_bash_n_and_shellcheck_clean(
         text=True,
     )
     assert result.returncode == 0, result.stdout
-    helper = tmp_path / sr.HELPER_FILE
-    helper.write_text(rendered[case].files[sr.HELPER_FILE].text, encoding="utf-8")
+    helper = tmp_path / sj.HELPER_FILE
+    helper.write_text(rendered[case].files[sj.HELPER_FILE].text, encoding="utf-8")
     subprocess.run([sys.executable, "-m", "py_compile", str(helper)], check=True)
 
 
@@ -246,13 +248,13 @@ def test_secret_names_from_context_are_not_written(marker: Path) -> None:
 
 def test_sbatch_lines_only_simple_values(rendered: dict[str, Rendered]) -> None:
     for r in rendered.values():
-        text = r.files[sr.JOB_FILE].text
+        text = r.files[sj.JOB_FILE].text
         for line in text.splitlines():
             if line.startswith("#SBATCH"):
                 assert re.fullmatch(r"#SBATCH --[a-z-]+(=[\w@%+=:,./-]+)?", line), line
         assert "--output" not in "".join(ln for ln in text.splitlines() if "#SBATCH" in ln)
     every = rendered["every_field"]
-    lines = every.files[sr.JOB_FILE].text
+    lines = every.files[sj.JOB_FILE].text
     for option in (
         "--partition=gpu", "--account=proj", "--qos=normal", "--time=1-00:00:00",
         "--gres=gpu:a100:4", "--cpus-per-task=16", "--mem=200G", "--exclusive",
@@ -261,13 +263,13 @@ def test_sbatch_lines_only_simple_values(rendered: dict[str, Rendered]) -> None:
     ):  # fmt: skip
         assert f"#SBATCH {option}\n" in lines
     assert "--constraint=a100&ib" in every.argv  # not a shell-safe word: on the argv
-    assert "#SBATCH --gpus-per-node=1\n" in rendered["one_node"].files[sr.JOB_FILE].text
-    assert "#SBATCH --gres=gpu:h100:8\n" in rendered["typed_gres"].files[sr.JOB_FILE].text
+    assert "#SBATCH --gpus-per-node=1\n" in rendered["one_node"].files[sj.JOB_FILE].text
+    assert "#SBATCH --gres=gpu:h100:8\n" in rendered["typed_gres"].files[sj.JOB_FILE].text
 
 
 def test_job_name_sanitised(rendered: dict[str, Rendered]) -> None:
     line = next(
-        ln for ln in rendered["hostile"].files[sr.JOB_FILE].text.splitlines() if "job-name" in ln
+        ln for ln in rendered["hostile"].files[sj.JOB_FILE].text.splitlines() if "job-name" in ln
     )
     assert re.fullmatch(r"#SBATCH --job-name=hangar-[A-Za-z0-9._-]+", line)
 
@@ -284,15 +286,15 @@ def test_unquoted_value_cannot_be_rendered() -> None:
 
 
 def test_runtime_sentinels() -> None:
-    word = st.q(f"--address={sr.runtime('HEAD_IP')}:6379")
+    word = st.q(f"--address={st.runtime('HEAD_IP')}:6379")
     assert word == '--address="${HEAD_IP}":6379'
-    assert st.q(sr.runtime("VLLM_HOST_IP")) == '"${VLLM_HOST_IP}"'
+    assert st.q(st.runtime("VLLM_HOST_IP")) == '"${VLLM_HOST_IP}"'
     with pytest.raises(st.UnquotedValue):
         st.q("\x00PATH\x00")  # not a runtime name
     with pytest.raises(st.UnquotedValue):
         st.q("a\x00b")
     with pytest.raises(ValueError):
-        sr.runtime("HOME")
+        st.runtime("HOME")
 
 
 def _ray_lines(text: str) -> tuple[str, str]:
@@ -308,7 +310,7 @@ def _flags(line: str) -> set[str]:
 @pytest.mark.parametrize("case", ["two_nodes_ray", "every_field", "hostile"])
 def test_ray_head_and_worker_options_never_mixed(case: str, rendered: dict[str, Rendered]) -> None:
     data = st.ray_options()
-    head, worker = _ray_lines(rendered[case].files[sr.NODE_FILE].text)
+    head, worker = _ray_lines(rendered[case].files[sj.NODE_FILE].text)
     head_flags, worker_flags = _flags(head), _flags(worker)
     assert not head_flags & set(data["worker_only"]), head
     assert not worker_flags & set(data["head_only"]), worker
@@ -322,13 +324,13 @@ def test_ray_head_and_worker_options_never_mixed(case: str, rendered: dict[str, 
 
 def test_worker_port_range_avoids_rendered_ports() -> None:
     d = deployment({"multinode": "ray", "port": 20500, "ray_port": 21001}, resources={"nodes": 2})
-    assert sr.worker_port_range(d) == (22000, 22999)
+    assert sa.worker_port_range(d) == (22000, 22999)
     given = deployment(
         {"multinode": "ray", "ray_head_args": ["--dashboard-port=20001"],
          "ray_worker_args": ["--dashboard-agent-listen-port=21002"]},
         resources={"nodes": 2},
     )  # fmt: skip
-    assert sr.worker_port_range(given) == (22000, 22999)
+    assert sa.worker_port_range(given) == (22000, 22999)
 
 
 @pytest.mark.parametrize(
@@ -343,7 +345,7 @@ def test_worker_port_range_avoids_rendered_ports() -> None:
 )
 def test_misplaced_ray_args_refused(field: str, arg: str, needle: str) -> None:
     d = deployment({"multinode": "ray", field: [arg]}, resources={"nodes": 2})
-    with pytest.raises(sr.RenderError, match=needle) as err:
+    with pytest.raises(st.RenderError, match=needle) as err:
         sr.render_slurm(d, context())
     assert f"target.slurm.{field}" in str(err.value)
 
@@ -357,7 +359,7 @@ def test_user_object_store_size(roles: tuple[str, ...], shellcheck: str, tmp_pat
         },
         resources={"nodes": 2},
     )
-    text = sr.render_slurm(d, context()).files[sr.NODE_FILE].text
+    text = sr.render_slurm(d, context()).files[sj.NODE_FILE].text
     assert ("OBJECT_STORE_BYTES=$(" in text) == (len(roles) == 1)
     path = tmp_path / "node.sh"
     path.write_text(text, encoding="utf-8")
@@ -367,12 +369,12 @@ def test_user_object_store_size(roles: tuple[str, ...], shellcheck: str, tmp_pat
 
 def test_mp_refused_without_the_vllm_cli() -> None:
     d = deployment({"multinode": "mp"}, resources={"nodes": 2})
-    with pytest.raises(sr.RenderError, match="--headless"):
+    with pytest.raises(st.RenderError, match="--headless"):
         sr.render_slurm(d, context(engine=engine("vllm-cpu")))
 
 
 def test_mp_ranks(rendered: dict[str, Rendered]) -> None:
-    text = rendered["two_nodes_mp"].files[sr.NODE_FILE].text
+    text = rendered["two_nodes_mp"].files[sj.NODE_FILE].text
     rank0 = next(ln for ln in text.splitlines() if ln.strip().startswith("0) SERVE=("))
     rank1 = next(ln for ln in text.splitlines() if ln.strip().startswith("1) SERVE=("))
     assert "--headless" not in rank0 and "--port 8000" in rank0
@@ -380,17 +382,17 @@ def test_mp_ranks(rendered: dict[str, Rendered]) -> None:
     for line in (rank0, rank1):
         assert '--master-addr "${HANGAR_HEAD_IP}" --master-port 29501' in line
         assert "--distributed-executor-backend mp --nnodes 2" in line
-    job = rendered["two_nodes_mp"].files[sr.JOB_FILE].text
+    job = rendered["two_nodes_mp"].files[sj.JOB_FILE].text
     assert "--kill-on-bad-exit=1" in job and "--wait=30" in job
 
 
 def test_single_node_and_local_model_env(marker: Path) -> None:
     d = deployment(model={"id": "/shared/models/tiny"}, parallel={"tensor": 2},
                    resources={"gpus": 2})  # fmt: skip
-    text = sr.render_slurm(d, context()).files[sr.NODE_FILE].text
+    text = sr.render_slurm(d, context()).files[sj.NODE_FILE].text
     assert "export HF_HUB_OFFLINE=1\n" in text
     assert "--tensor-parallel-size 2" in text and "--distributed-executor-backend mp" in text
-    hub = sr.render_slurm(deployment(), context()).files[sr.NODE_FILE].text
+    hub = sr.render_slurm(deployment(), context()).files[sj.NODE_FILE].text
     assert "HF_HUB_OFFLINE" not in hub
 
 
@@ -399,7 +401,7 @@ def test_user_env_wins_over_interface_and_workarounds() -> None:
         {"network_interface": "ib0"},
         env={"NCCL_SOCKET_IFNAME": "mlx5", "VLLM_WORKAROUND": "user", "VLLM_HOST_IP": "10.1.1.1"},
     )
-    text = sr.render_slurm(d, context()).files[sr.NODE_FILE].text
+    text = sr.render_slurm(d, context()).files[sj.NODE_FILE].text
     exports = dict(re.findall(r"^export (\w+)=(.*)$", text, re.MULTILINE))
     assert exports["NCCL_SOCKET_IFNAME"] == "mlx5" and exports["GLOO_SOCKET_IFNAME"] == "ib0"
     assert exports["VLLM_WORKAROUND"] == "user" and exports["VLLM_HOST_IP"] == "10.1.1.1"
@@ -408,14 +410,14 @@ def test_user_env_wins_over_interface_and_workarounds() -> None:
 
 @pytest.mark.parametrize("model", ["./models/tiny", "~/models/tiny", "../tiny"])
 def test_relative_model_path_refused(model: str) -> None:
-    with pytest.raises(sr.RenderError, match="relative path"):
+    with pytest.raises(st.RenderError, match="relative path"):
         sr.render_slurm(deployment(model={"id": model}), context())
 
 
 def test_cpu_distribution_entrypoint() -> None:
     r = sr.render_slurm(deployment(), context(engine=engine("vllm-cpu")))
     assert (
-        "-m vllm.entrypoints.openai.api_server --model org/tiny-llama" in r.files[sr.NODE_FILE].text
+        "-m vllm.entrypoints.openai.api_server --model org/tiny-llama" in r.files[sj.NODE_FILE].text
     )
 
 
@@ -429,8 +431,8 @@ def test_render_is_pure(marker: Path) -> None:
 
 @pytest.fixture(scope="module")
 def helper(rendered: dict[str, Rendered], tmp_path_factory: pytest.TempPathFactory) -> Any:
-    path = tmp_path_factory.mktemp("helper") / sr.HELPER_FILE
-    path.write_text(rendered["one_node"].files[sr.HELPER_FILE].text, encoding="utf-8")
+    path = tmp_path_factory.mktemp("helper") / sj.HELPER_FILE
+    path.write_text(rendered["one_node"].files[sj.HELPER_FILE].text, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("hangar_node_helper", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -591,7 +593,7 @@ def _run_job(d: Deployment, root: Path, short_tmp: Path, marker: Path) -> dict[s
         "HF_TOKEN": SECRET,  # as the submitting shell passes it (sbatch --export=ALL)
     }
     done = subprocess.run(
-        ["bash", str(run_dir / sr.JOB_FILE)], check=False, cwd=run_dir, env=env, capture_output=True,
+        ["bash", str(run_dir / sj.JOB_FILE)], check=False, cwd=run_dir, env=env, capture_output=True,
         text=True, timeout=120,
     )  # fmt: skip
     node_logs = {p.name: p.read_text() for p in run_dir.glob("node-*.log")}
@@ -647,14 +649,14 @@ def test_execute_hostile_ray_job(tmp_path: Path, short_tmp: Path, marker: Path) 
     dd = with_python(d, tmp_path / "bin" / "python")
     head = next(r for r in by_kind["ray"] if r["node"] == "n1")
     worker = next(r for r in by_kind["ray"] if r["node"] == "n2")
-    assert _matches(_expand(sr.ray_head_argv(dd, run_ctx), "n1")[1:], head["argv"])
-    assert _matches(_expand(sr.ray_worker_argv(dd, run_ctx), "n2")[1:], worker["argv"])
+    assert _matches(_expand(sa.ray_head_argv(dd, run_ctx), "n1")[1:], head["argv"])
+    assert _matches(_expand(sa.ray_worker_argv(dd, run_ctx), "n2")[1:], worker["argv"])
     (gate,) = by_kind["gate"]
     assert gate["node"] == "n1"
-    assert _matches(_expand(sr.ray_gate_argv(dd, run_ctx), "n1")[1:], gate["argv"])
+    assert _matches(_expand(sa.ray_gate_argv(dd, run_ctx), "n1")[1:], gate["argv"])
     (serve,) = by_kind["vllm"]
     assert serve["node"] == "n1" and serve["env"]["RAY_ADDRESS"] == f"{NODES['n1']}:6379"
-    assert serve["argv"] == _expand(sr.serve_argv(dd, run_ctx, backend="ray"), "n1")[1:]
+    assert serve["argv"] == _expand(sa.serve_argv(dd, run_ctx, backend="ray"), "n1")[1:]
     assert d.model.id in serve["argv"] and f"--chat-template={d.name}" in serve["argv"]
     assert serve["env"]["RAY_AUTH_MODE"] == "disabled"
     assert ctx.argv[-1] == str(result["run_dir"] / "job.sbatch")
@@ -667,7 +669,7 @@ def test_execute_mp_job(tmp_path: Path, short_tmp: Path, marker: Path) -> None:
     result = _run_job(d, tmp_path, short_tmp, marker)
     _assert_common(result, d, marker, short_tmp)
     dd = with_python(d, tmp_path / "bin" / "python")
-    expected = sr.mp_rank_argvs(dd, context(run_dir=result["run_dir"]))
+    expected = sa.mp_rank_argvs(dd, context(run_dir=result["run_dir"]))
     got = {rec["node"]: rec["argv"] for rec in result["records"]}
     assert got == {"n1": _expand(expected[0], "n1")[1:], "n2": _expand(expected[1], "n2")[1:]}
     (srun,) = result["srun"]
@@ -712,13 +714,13 @@ def test_real_ray_accepts_the_head_line_and_the_gate_counts(
     )  # fmt: skip
     d = with_python(d, python)
     ctx = context(run_dir=tmp_path)
-    (tmp_path / sr.HELPER_FILE).write_text(
-        sr.render_slurm(d, ctx).files[sr.HELPER_FILE].text, encoding="utf-8"
+    (tmp_path / sj.HELPER_FILE).write_text(
+        sr.render_slurm(d, ctx).files[sj.HELPER_FILE].text, encoding="utf-8"
     )
     ip = helper.node_ip("", "")
     values = {"VLLM_HOST_IP": ip, "HANGAR_HEAD_IP": ip, "OBJECT_STORE_BYTES": str(128 * 1024**2)}
     head_argv = [re.sub("\x00([A-Z_]+)\x00", lambda m: values[m[1]], a)
-                 for a in sr.ray_head_argv(d, ctx)]  # fmt: skip
+                 for a in sa.ray_head_argv(d, ctx)]  # fmt: skip
     env = {
         "PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "RAY_TMPDIR": str(short_tmp),
         "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
@@ -733,7 +735,7 @@ def test_real_ray_accepts_the_head_line_and_the_gate_counts(
         def gate(nodes: int, timeout: int) -> subprocess.CompletedProcess[str]:
             values.update(RAY_PID=str(head.pid))
             argv = [re.sub("\x00([A-Z_]+)\x00", lambda m: values[m[1]], a)
-                    for a in sr.ray_gate_argv(d, ctx)]  # fmt: skip
+                    for a in sa.ray_gate_argv(d, ctx)]  # fmt: skip
             argv = [a for a in argv if not a.startswith(("--nodes=", "--timeout=", "--gpus="))]
             argv += [f"--nodes={nodes}", f"--gpus={2 * nodes}", f"--timeout={timeout}"]
             return subprocess.run(
@@ -798,7 +800,7 @@ def test_served_name_ending_with_a_backslash_renders_shellcheck_clean(
     )
     files = sr.render_slurm(d, context()).files
     paths = []
-    for name in (sr.NODE_FILE, sr.JOB_FILE):
+    for name in (sj.NODE_FILE, sj.JOB_FILE):
         path = tmp_path / name
         path.write_text(files[name].text, encoding="utf-8")
         paths.append(str(path))

@@ -24,7 +24,9 @@ import pytest
 from hangar.deploy.schema import Deployment
 from hangar.errors import HangarError
 from hangar.launch.targets import container_argv as cargv
+from hangar.launch.targets import slurm_job as sj
 from hangar.launch.targets import slurm_render as sr
+from hangar.launch.targets import slurm_wrap as sw
 from hangar.launch.targets.base import Rendered
 
 from .test_slurm_render import GOLDEN, REGEN, RUN_DIR, SECRET, context
@@ -87,7 +89,7 @@ def rendered() -> dict[str, Rendered]:
 
 
 def _dump(r: Rendered) -> dict[str, str]:
-    out = {name: f.text for name, f in r.files.items() if name != sr.HELPER_FILE}
+    out = {name: f.text for name, f in r.files.items() if name != sj.HELPER_FILE}
     meta = {"argv": list(r.argv), "secret_env": list(r.secret_env)}
     out["argv.json"] = json.dumps(meta, indent=2, ensure_ascii=False) + "\n"
     return out
@@ -109,7 +111,7 @@ def test_shellcheck_clean(rendered: dict[str, Rendered], tmp_path: Path) -> None
         pytest.fail("shellcheck is not installed: apt-get install -y shellcheck")
     paths = []
     for case, r in rendered.items():
-        for name in (sr.JOB_FILE, sr.NODE_FILE):
+        for name in (sj.JOB_FILE, sj.NODE_FILE):
             path = tmp_path / f"{case}-{name}"
             path.write_text(r.files[name].text, encoding="utf-8")
             subprocess.run(["bash", "-n", str(path)], check=True)
@@ -131,13 +133,13 @@ def test_no_secret_anywhere(rendered: dict[str, Rendered]) -> None:
 
 
 def _serve_line(r: Rendered) -> list[str]:
-    line = next(ln for ln in r.files[sr.NODE_FILE].text.splitlines() if "SERVE=(" in ln)
+    line = next(ln for ln in r.files[sj.NODE_FILE].text.splitlines() if "SERVE=(" in ln)
     return shlex.split(line.split("SERVE=(", 1)[1].rsplit(")", 1)[0])
 
 
 def test_apptainer_argv_is_the_one_host_builders(rendered: dict[str, Rendered]) -> None:
     d = CASES["apptainer_one_node"]
-    spec = sr.apptainer_spec(d, context(), "single", {})
+    spec = sw.apptainer_spec(d, context(), "single", {})
     words = _serve_line(rendered["apptainer_one_node"])
     # the sentinels are what the job expands: "${NAME}" in the rendered words
     prefix = [re.sub("\x00([A-Z_]+)\x00", r"${\1}", w) for w in cargv.apptainer_prefix(spec)]
@@ -160,7 +162,7 @@ def test_apptainer_argv_is_the_one_host_builders(rendered: dict[str, Rendered]) 
 def test_local_model_bound_read_only_and_served_from_the_bind(
     rendered: dict[str, Rendered],
 ) -> None:
-    text = rendered["apptainer_two_nodes_ray"].files[sr.NODE_FILE].text
+    text = rendered["apptainer_two_nodes_ray"].files[sj.NODE_FILE].text
     assert "--bind /shared/models/tiny:/hangar/model:ro --bind /shared/data:/data:ro" in text
     assert "--nv --nvccli" in text and "HF_HUB_OFFLINE=1" in text
     serve = _serve_line(rendered["apptainer_two_nodes_ray"])
@@ -172,7 +174,7 @@ def test_local_model_bound_read_only_and_served_from_the_bind(
 
 
 def test_pyxis_srun_flags(rendered: dict[str, Rendered]) -> None:
-    job = rendered["pyxis_two_nodes_mp"].files[sr.JOB_FILE].text
+    job = rendered["pyxis_two_nodes_mp"].files[sj.JOB_FILE].text
     line = next(ln for ln in job.splitlines() if ln.startswith("SRUN+=("))
     words = shlex.split(line[len("SRUN+=(") : -1])
     assert words[0] == "--container-image=/shared/images/vllm.sqsh"
@@ -182,9 +184,9 @@ def test_pyxis_srun_flags(rendered: dict[str, Rendered]) -> None:
     )
     assert words[2:4] == [f"--container-workdir={RUN_DIR}", "--container-mount-home"]
     assert words[4].startswith("--container-env=HANGAR_HEAD_NODE,") and "HF_TOKEN" in words[4]
-    node = rendered["pyxis_two_nodes_mp"].files[sr.NODE_FILE].text
+    node = rendered["pyxis_two_nodes_mp"].files[sj.NODE_FILE].text
     assert "apptainer" not in node and "CONTAINER_ENV" not in node
-    one = rendered["pyxis_one_node"].files[sr.JOB_FILE].text
+    one = rendered["pyxis_one_node"].files[sj.JOB_FILE].text
     assert "--no-container-mount-home" in one and "export HANGAR_HF_HUB=" in one
 
 
@@ -219,7 +221,7 @@ def test_hostile_image_and_binds_stay_one_word(tmp_path: Path) -> None:
     for runtime in ("apptainer", "pyxis"):
         d = deployment({"runtime": runtime, "image": hostile, "binds": [bind]})
         r = sr.render_slurm(d, context())
-        text = r.files[sr.JOB_FILE].text + r.files[sr.NODE_FILE].text
+        text = r.files[sj.JOB_FILE].text + r.files[sj.NODE_FILE].text
         if runtime == "apptainer":
             words = _serve_line(r)
             assert hostile in words and f"{bind}:{bind}" in words
@@ -227,7 +229,7 @@ def test_hostile_image_and_binds_stay_one_word(tmp_path: Path) -> None:
             line = next(ln for ln in text.splitlines() if ln.startswith("SRUN+=("))
             words = shlex.split(line[len("SRUN+=(") : -1])
             assert f"--container-image={hostile}" in words and f",{bind}:{bind}" in words[1]
-        for name in (sr.JOB_FILE, sr.NODE_FILE):
+        for name in (sj.JOB_FILE, sj.NODE_FILE):
             (tmp_path / name).write_text(r.files[name].text)
             subprocess.run(["bash", "-n", str(tmp_path / name)], check=True)
     assert not (tmp_path / "m").exists()

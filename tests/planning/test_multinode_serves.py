@@ -1,7 +1,7 @@
 """A 2-node plan's per-node commands are what serves across two nodes (issue 14 acceptance).
 
 In CI the proof is two links, neither of which needs a second real vLLM start:
-1. here, cheaply: the argv the Slurm job runs on each rank (``slurm_render.mp_rank_argvs``,
+1. here, cheaply: the argv the Slurm job runs on each rank (``slurm_argv.mp_rank_argvs``,
    the arrays node.sh executes, tests/launch/test_slurm_render.py) asks vLLM for exactly what
    ``hangar plan`` prints for that rank (tests/support/plan_argv.py lists the only differences
    allowed and why each leaves the engine unchanged);
@@ -38,7 +38,7 @@ from tests.support.tiny_model import tiny_model_cached
 from tests.support.vllm_env import vllm_cpu_python, vllm_runtime_env, vllm_skipped
 
 from hangar.deploy import Deployment
-from hangar.launch.targets import slurm_render
+from hangar.launch.targets import slurm_argv, slurm_templates
 from hangar.launch.targets.base import RenderContext
 from hangar.planning.api import make_plan
 from hangar.preflight.engine import EngineFacts
@@ -84,7 +84,10 @@ def _start(argv: list[str], netns: str, env: dict[str, str], log: Path) -> subpr
     with log.open("wb") as out:
         return subprocess.Popen(
             ["nsenter", f"--net=/run/netns/{netns}", "--", *argv],
-            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
 
 
@@ -126,39 +129,69 @@ def _wait_ready(url: str, procs: list[subprocess.Popen[bytes]], timeout: float) 
 # The layout the Slurm test serves: a Llama with 4 heads (TP=2 divides them), 1 GPU per
 # node, TP=2 across 2 nodes, eager, 512 tokens; a hand-written config (no vLLM needed).
 _CONFIG = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128,
-    "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
-    "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 2048,
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 512,
+    "max_position_embeddings": 2048,
     "torch_dtype": "bfloat16",
 }
 _HEAD = "10.214.0.11"
 
 
 def _mp_plan(model: Path, head: str) -> list[tuple[str, ...]]:
-    plan = make_plan(str(model), gpu_memory=8 * 2**30, compute_capability=(8, 0), gpus=1,
-                     nodes=2, tp=2, max_model_len=512, enforce_eager=True, head_address=head)
+    plan = make_plan(
+        str(model),
+        gpu_memory=8 * 2**30,
+        compute_capability=(8, 0),
+        gpus=1,
+        nodes=2,
+        tp=2,
+        max_model_len=512,
+        enforce_eager=True,
+        head_address=head,
+    )
     layout = plan.layouts[0]
     assert layout.valid and layout.multi_node is not None and layout.multi_node.recommended == "mp"
     return [command.argv for command in layout.multi_node.mp]
 
 
 def _slurm_ranks(model: Path, master_port: int) -> list[list[str]]:
-    d = Deployment.model_validate({
-        "model": {"id": str(model), "served_name": "tiny"},
-        "engine": "/opt/vllm/bin/python",
-        "resources": {"nodes": 2, "gpus": 1},
-        "parallel": {"tensor": 2},
-        "serve": {"enforce_eager": True, "max_model_len": 512},
-        "target": {"kind": "slurm",
-                   "slurm": {"multinode": "mp", "port": 31102, "master_port": master_port}},
-    })
-    engine = EngineFacts(python=Path("/opt/vllm/bin/python"), exists=True,
-                         vllm_version="0.32.0", vllm_distribution="vllm")
-    ctx = RenderContext(run_id="r", run_dir=Path("/runs/r"), engine=engine,
-                        engine_cache=Path("/cache"), applied=Applied(ids=(), env={}, args=()))
-    head = slurm_render.runtime("HANGAR_HEAD_IP")  # node.sh fills in the head's address
-    return [[_HEAD if word == head else word for word in argv]
-            for argv in slurm_render.mp_rank_argvs(d, ctx)]
+    d = Deployment.model_validate(
+        {
+            "model": {"id": str(model), "served_name": "tiny"},
+            "engine": "/opt/vllm/bin/python",
+            "resources": {"nodes": 2, "gpus": 1},
+            "parallel": {"tensor": 2},
+            "serve": {"enforce_eager": True, "max_model_len": 512},
+            "target": {
+                "kind": "slurm",
+                "slurm": {"multinode": "mp", "port": 31102, "master_port": master_port},
+            },
+        }
+    )
+    engine = EngineFacts(
+        python=Path("/opt/vllm/bin/python"),
+        exists=True,
+        vllm_version="0.32.0",
+        vllm_distribution="vllm",
+    )
+    ctx = RenderContext(
+        run_id="r",
+        run_dir=Path("/runs/r"),
+        engine=engine,
+        engine_cache=Path("/cache"),
+        applied=Applied(ids=(), env={}, args=()),
+    )
+    head = slurm_templates.runtime("HANGAR_HEAD_IP")  # node.sh fills in the head's address
+    return [
+        [_HEAD if word == head else word for word in argv]
+        for argv in slurm_argv.mp_rank_argvs(d, ctx)
+    ]
 
 
 @pytest.fixture()
@@ -197,8 +230,17 @@ def test_two_node_plan_commands_serve(netns_pair: list[str], tmp_path: Path) -> 
     python = vllm_cpu_python()
     model = tiny_model_cached("llama", python=python)
     head = netns_pair[0]
-    plan = make_plan(str(model), gpu_memory=8 * 2**30, compute_capability=(8, 0), gpus=1,
-                     nodes=2, tp=2, max_model_len=512, enforce_eager=True, head_address=head)
+    plan = make_plan(
+        str(model),
+        gpu_memory=8 * 2**30,
+        compute_capability=(8, 0),
+        gpus=1,
+        nodes=2,
+        tp=2,
+        max_model_len=512,
+        enforce_eager=True,
+        head_address=head,
+    )
     layout = plan.layouts[0]
     assert layout.valid and layout.multi_node is not None and layout.multi_node.recommended == "mp"
     # zmq IPC paths must stay under 107 characters: a short scratch dir, removed afterwards

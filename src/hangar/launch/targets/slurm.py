@@ -16,7 +16,7 @@ from typing import Any
 from hangar.deploy.schema import Deployment
 from hangar.errors import CommandFailed, HangarError
 from hangar.launch.targets.base import Observed, RenderContext, Rendered, Stopped
-from hangar.launch.targets.slurm_render import ENDPOINT_FILE  # the job writes it
+from hangar.launch.targets.slurm_job import ENDPOINT_FILE  # the job writes it
 from hangar.proc import run
 
 _TIMEOUT = 30.0  # one Slurm command; slurmctld answers in milliseconds when it is up

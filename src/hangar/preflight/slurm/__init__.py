@@ -125,7 +125,7 @@ def slurm_findings(
 
     ``run_dir``: where the launcher will put the run (it must be on a shared filesystem).
     ``ray_worker_ports``: the worker-port range the rendered script passes to Ray
-    (``launch.targets.slurm_render.worker_port_range(d)``); None: Ray's default
+    (``launch.targets.slurm_argv.worker_port_range(d)``); None: Ray's default
     10002-19999 unless the user's args move it. For a local target only the
     allocation checks apply (the salloc phase).
     """
