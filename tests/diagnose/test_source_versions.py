@@ -1,0 +1,41 @@
+"""Wordings that changed between versions of the emitting code, and a warning that shares words
+with an error: each line is the source's format string filled in (cited in the signature)."""
+
+from __future__ import annotations
+
+from hangar.diagnose import diagnose_text
+
+
+def test_vllm_import_time_ray_warning_is_not_a_missing_ray() -> None:
+    # vllm/executor/ray_utils.py logs this on every start without Ray, single-node included
+    log = (
+        "WARNING 04-22 21:56:34 ray_utils.py:46] Failed to import Ray with "
+        "ModuleNotFoundError(\"No module named 'ray'\"). For multi-node inference, please "
+        "install Ray with `pip install ray`.\n"
+        "INFO 04-22 21:56:40 api_server.py:1024] Starting vLLM API server on http://0.0.0.0:8000\n"
+    )
+    assert all(c.cause != "ray_cluster" for c in diagnose_text(log).causes)
+
+
+def test_vllm_raised_ray_import_errors_are_named() -> None:
+    for line in (
+        (
+            "ValueError: Failed to import Ray: No module named 'ray'.Please install Ray with "
+            "`pip install ray`."
+        ),
+        "ValueError: Failed to import Ray, please install Ray with `pip install ray`.",
+    ):
+        top = diagnose_text(line + "\n").top
+        assert top is not None and top.cause == "ray_cluster", line
+
+
+def test_nccl_2_26_bootstrap_wording_on_loopback_across_nodes_is_the_network() -> None:
+    # NCCL 2.26+ src/bootstrap.cc prints "Bootstrap: Using%s" (no space before the colon)
+    log = (
+        "node1:1234:1234 [0] NCCL INFO Bootstrap: Using lo:127.0.0.1<0>\n"
+        "node1:1234:1234 [0] NCCL INFO comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8\n"
+        "node1:1234:1234 [0] include/socket.h:403 NCCL WARN Net : Connect to 127.0.0.1<45011> "
+        "failed : Connection refused\n"
+    )
+    top = diagnose_text(log).top
+    assert top is not None and top.cause == "nccl_network"
