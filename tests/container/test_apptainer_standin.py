@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hangar.deploy.io import deployment_from_data
-from hangar.launch import orchestrator, process
+from hangar.launch import orchestrator, process, recorded
 
 from .conftest import fake_vllm_files
 
@@ -96,7 +96,7 @@ def test_apptainer_launch_serve_stop(sandbox: Path, on_path: Path, tmp_path: Pat
     assert SECRET not in json.dumps(argv)
     seen = json.loads((Path(run.run_dir) / "tmp" / "fake-env.json").read_text())
     assert seen["marker"] == run.id and seen["argv"][1] == "/hangar/model"
-    _, stopped = orchestrator.stop(run.id)
+    _, stopped = recorded.stop(run.id)
     assert stopped.signalled >= 1
     assert not process.run_processes(run.id, None)
     assert not env_file.exists()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hangar.deploy.io import deployment_from_data
-from hangar.launch import orchestrator
+from hangar.launch import orchestrator, recorded
 
 from .conftest import container_deployment, podman
 from .test_podman import _completion, free_port
@@ -35,7 +35,7 @@ def test_docker_launch_serve_stop(fake_image: str, docker_log: Path, tmp_path: P
     assert _completion(result.run.base_url)["object"] == "text_completion"
     runs = [a for a in map(json.loads, docker_log.read_text().splitlines()) if a[0] == "run"]
     assert len(runs) == 1 and "--userns=keep-id" not in runs[0]
-    _, stopped = orchestrator.stop(result.run.id)
+    _, stopped = recorded.stop(result.run.id)
     assert "removed" in stopped.detail
     name = f"hangar-{result.run.id}"
     assert podman("container", "exists", name, check=False).returncode == 1

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hangar.deploy.io import deployment_from_data
-from hangar.launch import orchestrator
+from hangar.launch import orchestrator, recorded
 from hangar.launch.errors import PreflightFailed
 from hangar.launch.runs import clean, open_store, refresh
 from hangar.paths import state_dir
@@ -80,7 +80,7 @@ def test_launch_serve_stop_purge_and_no_secret_anywhere(
     assert SECRET not in " ".join(result.rendered.argv)
     for path in _hangar_files():
         assert SECRET.encode() not in path.read_bytes(), path
-    stopped_run, stopped = orchestrator.stop(run.id)
+    stopped_run, stopped = recorded.stop(run.id)
     assert stopped_run.status == "stopped" and "removed" in stopped.detail
     assert podman("container", "exists", name, check=False).returncode == 1
     assert not env_file.exists()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from hangar.deploy import write_deployment
-from hangar.launch.orchestrator import stop
+from hangar.launch.recorded import stop
 from hangar.launch.runs import open_store
 from hangar.store import runs as store
 

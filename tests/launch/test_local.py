@@ -13,7 +13,8 @@ import pytest
 
 from hangar.launch import process
 from hangar.launch.errors import LaunchFailed, PreflightFailed, RunNotLive
-from hangar.launch.orchestrator import deployment_record, launch, stop
+from hangar.launch.orchestrator import launch
+from hangar.launch.recorded import deployment_record, stop
 from hangar.launch.runs import clean, open_store, refresh
 from hangar.paths import runs_root
 from hangar.preflight.probe import port_in_use

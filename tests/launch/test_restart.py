@@ -6,7 +6,8 @@ import subprocess
 from pathlib import Path
 
 from hangar.launch import process
-from hangar.launch.orchestrator import launch, live_runs_using, restart_runs_using, stop
+from hangar.launch.orchestrator import launch, live_runs_using, restart_runs_using
+from hangar.launch.recorded import stop
 
 from .conftest import deployment
 

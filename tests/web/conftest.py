@@ -140,7 +140,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
 
 def _stop_quietly(run_id: str) -> None:
     from hangar.errors import HangarError
-    from hangar.launch.orchestrator import stop
+    from hangar.launch.recorded import stop
 
     try:
         stop(run_id)

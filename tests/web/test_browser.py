@@ -182,7 +182,7 @@ def test_run_page_follows_a_launch_live(
 
     from tests.launch.conftest import free_port
 
-    from hangar.launch.orchestrator import stop
+    from hangar.launch.recorded import stop
 
     known = {r["id"] for r in json.load(urllib.request.urlopen(ui.url + "/api/runs"))}
     spec = _deployment_file(use_seeded_home, tmp_path / "hangar.toml", free_port())

@@ -22,7 +22,7 @@ _GZIP = b"\x1f\x8b"
 def logs(run: str | None, follow: bool, lines: int | None) -> None:
     """Print the logs of RUN (id or prefix; default: the latest run)."""
     from hangar.errors import InputError
-    from hangar.launch.orchestrator import observe, run_logs
+    from hangar.launch.recorded import observe, run_logs
     from hangar.launch.runs import open_store
     from hangar.store.runs import get_run
 

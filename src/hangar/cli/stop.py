@@ -23,7 +23,7 @@ def stop(run: str | None, grace: float | None, purge: bool) -> None:
     """Stop RUN (id or prefix; default: the latest run). Only what Hangar started is signalled.
     A run that already ended is left as it is (exit 0: stop is idempotent)."""
     from hangar.launch.errors import RunNotLive
-    from hangar.launch.orchestrator import stop as stop_run
+    from hangar.launch.recorded import stop as stop_run
     from hangar.store.db import connect
     from hangar.store.runs import get_run
 

@@ -1,7 +1,8 @@
 """The target-neutral launch: preflight → render → record → submit → readiness → diagnosis.
 
 Nothing here knows how a target runs things; it drives the ``Target`` Protocol
-(launch/targets/base.py) and records every step in the runs store as typed events.
+(launch/targets/base.py) and records every step in the runs store as typed events. A run
+once recorded (its logs, where it is now, stopping it) is recorded.py's.
 
 Layout of one run (all 0700, under Hangar's state dir)::
 
@@ -30,7 +31,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,12 +39,13 @@ from hangar.deploy.schema import Deployment, SlurmTargetSection, is_secret_name
 from hangar.engines.resolve import engine_key
 from hangar.errors import HangarError, InputError, Interrupted, remember_for_crash_log
 from hangar.launch.error_block import failing_block
-from hangar.launch.errors import LaunchFailed, PreflightFailed, RunNotLive
+from hangar.launch.errors import LaunchFailed, PreflightFailed
 from hangar.launch.events import Clock, EventSink, LaunchEvent
 from hangar.launch.readiness import NotReady, wait_ready
+from hangar.launch.recorded import deployment_record, holds_server, host_port, observe, stop
 from hangar.launch.signals import StopSignals
-from hangar.launch.targets import Observed, RenderContext, Rendered, Stopped, Target, target_for
-from hangar.launch.targets.local import identity, is_same_process
+from hangar.launch.targets import Observed, RenderContext, Rendered, Target, target_for
+from hangar.launch.targets.local import identity
 from hangar.paths import (
     HOST_FILE,
     LAUNCH_FILE,
@@ -87,10 +88,6 @@ class PortInUse(HangarError):
         )
         self.port = port
         self.other = other.id
-
-
-def deployment_record(run_id: str) -> Path:
-    return state_dir() / "deployments" / f"{run_id}.toml"
 
 
 def _private_dir(path: Path) -> Path:
@@ -242,42 +239,11 @@ def _claim_and_record(
         raise
 
 
-def host_port(kind: str, base_url: str | None) -> int | None:
-    """The port a run binds on this host (local and container runs; Slurm's are remote)."""
-    if kind not in ("local", "container") or not base_url:
-        return None
-    return urlsplit(base_url).port
-
-
 def _port_holder(conn: Any, port: int) -> store.RunRecord | None:
     for other in store.list_runs(conn, live_only=True):
         if host_port(other.target, other.base_url) == port and holds_server(other):
             return other
     return None
-
-
-def launcher_alive(run: store.RunRecord) -> bool | None:
-    """Whether the process that launched the run, and still owns it, is alive (the very
-    same process: PID and start time); None when that cannot be told here: the server was
-    handed over, the record predates launcher records, or it was launched on another host
-    (a state dir on a shared home)."""
-    launcher = run.launcher
-    if run.detached or not launcher or launcher.get("host", socket.gethostname()) != (
-        socket.gethostname()
-    ):
-        return None
-    return is_same_process(launcher)
-
-
-def holds_server(run: store.RunRecord) -> bool:
-    """A live run that still has (or is about to have) a server: its launcher is still
-    at work, or its target says it runs."""
-    if launcher_alive(run):
-        return True
-    handle = handle_of(run)
-    if not handle:
-        return False
-    return target_for(run.target).status(handle, Path(run.run_dir)).phase in ("queued", "running")
 
 
 class _Run:
@@ -564,63 +530,6 @@ def _owned(
         with signals.deferred(then_raise=False):
             _abandon(run, target, d, f"{why} during startup")
         raise
-
-
-def run_logs(run: store.RunRecord) -> list[Path]:
-    """Every log of a recorded run, as its target lays them out."""
-    return (
-        target_for(run.target).logs(run.handle, Path(run.run_dir))
-        if run.handle
-        else [Path(run.log_path)]
-    )
-
-
-def handle_of(run: store.RunRecord) -> dict[str, Any]:
-    """The run's recorded handle. With none (its launcher was killed between starting the
-    server and recording it): for a local run the run id, which the server carries as its
-    marker; for a Slurm run the job found by its working directory (the run dir)."""
-    if run.handle:
-        return run.handle
-    if run.target == "local":
-        return {"run_id": run.id}
-    if run.target == "slurm" and run.live and run.run_dir:
-        from hangar.launch.targets.slurm import find_job
-
-        return find_job(run.id, Path(run.run_dir)) or {}
-    return {}
-
-
-def observe(run: store.RunRecord) -> Observed:
-    """Where a recorded run is now, asked of its target."""
-    return target_for(run.target).status(run.handle, Path(run.run_dir))
-
-
-def stop(run_ref: str | None, *, grace_s: float | None = None) -> tuple[store.RunRecord, Stopped]:
-    """Stop exactly what the run's target started; mark it stopped."""
-    conn = connect()
-    run = store.get_run(conn, run_ref)
-    handle = handle_of(run)
-    target = target_for(run.target)
-    if not run.live or not handle or target.status(handle, Path(run.run_dir)).phase not in (
-        "queued",
-        "running",
-    ):
-        if run.live:
-            store.finish_run(conn, run.id, "exited")
-            deployment_record(run.id).unlink(missing_ok=True)
-        raise RunNotLive(run.id, store.get_run(conn, run.id).status)
-    grace = grace_s if grace_s is not None else recorded_grace(run)
-    stopped = target.stop(handle, Path(run.run_dir), grace)
-    store.finish_run(conn, run.id, "stopped")
-    store.add_event(conn, run.id, "stopped", time.time(), stopped.detail)
-    deployment_record(run.id).unlink(missing_ok=True)
-    shutil.rmtree(Path(run.run_dir) / "tmp", ignore_errors=True)
-    return store.get_run(conn, run.id), stopped
-
-
-def recorded_grace(run: store.RunRecord) -> float:
-    target = run.deployment.get("target", {})
-    return float(target.get(run.target, {}).get("stop_grace_s", 30))
 
 
 class Restarted(BaseModel):

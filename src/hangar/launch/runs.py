@@ -10,14 +10,14 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from hangar.launch import process
-from hangar.launch.orchestrator import (
+from hangar.launch.readiness import health_ok
+from hangar.launch.recorded import (
     deployment_record,
     handle_of,
     launcher_alive,
     observe,
     recorded_grace,
 )
-from hangar.launch.readiness import health_ok
 from hangar.launch.targets import target_for
 from hangar.paths import runs_root
 from hangar.store import runs as store

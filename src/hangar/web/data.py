@@ -103,13 +103,13 @@ def stage_timings(run: store.RunRecord, events: list[store.EventRow]) -> list[di
 
 
 def run_detail(ref: str) -> dict[str, Any]:
-    from hangar.launch import orchestrator
+    from hangar.launch import recorded
     from hangar.web import redact
 
     with _runs_db() as conn:
         run = store.get_run(conn, ref)
         events = store.list_events(conn, run.id)
-    logs = orchestrator.run_logs(run)
+    logs = recorded.run_logs(run)
     detail = run_summary(run)
     detail["handle"] = redact.tree(run.handle)
     detail["argv"] = redact.argv(json.loads(run.argv_json or "[]"))
@@ -150,7 +150,7 @@ def _diagnosis(logs: list[Path]) -> dict[str, Any] | None:
 
 def stop_run(ref: str) -> dict[str, Any]:
     """Stop exactly what the run's target started (``hangar stop``)."""
-    from hangar.launch.orchestrator import stop
+    from hangar.launch.recorded import stop
 
     record, stopped = stop(ref)
     return {"run": run_summary(record), "signalled": stopped.signalled,
