@@ -121,3 +121,11 @@ def test_an_invalid_raised_in_regex_names_the_file_signature_and_key() -> None:
     )
     with pytest.raises(DataError, match=r"bad\.yaml: signature 's', key 'raised_in': invalid"):
         build([("bad.yaml", text)])
+
+
+def test_unbound_local_in_another_installed_package_is_that_packages_bug() -> None:
+    frames = [*VLLM_FRAMES[:2], f"{SITE}/ray/_private/worker.py"]
+    error = "UnboundLocalError: local variable 'info' referenced before assignment"
+    top = diagnose_text(_traceback(frames, error)).top
+    assert top is not None and top.signature == "library_unbound_local_variable"
+    assert "pip install -U" in top.fix
