@@ -39,3 +39,15 @@ def test_nccl_2_26_bootstrap_wording_on_loopback_across_nodes_is_the_network() -
     )
     top = diagnose_text(log).top
     assert top is not None and top.cause == "nccl_network"
+
+
+def test_vllm_platform_probe_on_a_healthy_rocm_start_is_not_a_missing_driver() -> None:
+    # vllm/platforms/__init__.py logs the NVML probe at DEBUG, then picks ROCm
+    log = (
+        "DEBUG 05-10 15:51:01 [__init__.py:39] Exception happens when checking CUDA platform: "
+        "NVML Shared Library Not Found\n"
+        "DEBUG 05-10 15:51:01 [__init__.py:56] CUDA platform is not available because: NVML "
+        "Shared Library Not Found\n"
+        "INFO 05-10 15:51:01 [__init__.py:243] Automatically detected platform rocm.\n"
+    )
+    assert diagnose_text(log).causes == ()
