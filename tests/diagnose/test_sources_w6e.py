@@ -190,6 +190,15 @@ CASES = [
         "slurm_auth",
     ),
     ("slurmd: error: cred_p_verify: decode_jwt() failed\n", "slurm_auth"),
+    # Slurm slurm_errno.c ESLURM_AUTH_UNPACK / ESLURMD_CREDENTIAL_REPLAYED after srun's prefixes
+    ("srun: error: Unable to allocate resources: Cannot unpack credential\n", "slurm_auth"),
+    (
+        (
+            "srun: error: Task launch for StepId=4242.0 failed on node gpu-node-2: Job credential "
+            "replayed\n"
+        ),
+        "slurm_auth",
+    ),
     # Slurm slurmstepd req.c and task_cgroup_memory.c (slurm.yaml), 25.05 wording
     (
         (
@@ -267,6 +276,14 @@ NEAR_MISSES = [
         ),
         "port_in_use",
     ),
+    # a resource refusal after the same srun prefix is not an authentication failure
+    (
+        (
+            "srun: error: Unable to allocate resources: Requested node configuration is not "
+            "available\n"
+        ),
+        "slurm_auth",
+    ),
     # a socket path error that is not Ray's temp dir (a Unix socket the user passed)
     ("ValueError: unix socket path '/run/app.sock' is not writable\n", "tmp_shared"),
 ]
@@ -278,17 +295,22 @@ def test_near_miss_does_not_name_the_cause(log: str, cause: str) -> None:
     assert all(c.cause != cause for c in causes), [(c.cause, c.confidence) for c in causes]
 
 
+def _case(needle: str) -> str:
+    return next(log for log, _ in CASES if needle in log)
+
+
 def test_raylet_death_yields_to_a_full_disk() -> None:
     # raylet.err of a node whose /tmp/ray filled, then process_watcher's report
-    log = CASES[6][0] + CASES[3][0]
+    log = _case("file_system_monitor.cc") + _case("Raylet is terminated")
     top = diagnose_text(log).causes[0]
     assert top.cause == "tmp_disk_full"
 
 
 def test_k8s_memory_hint_is_a_guess_only() -> None:
-    causes = diagnose_text(CASES[8][0]).causes
+    hint = _case("K8s pod memory limits")
+    causes = diagnose_text(hint).causes
     assert causes[0].cause == "host_oom"
     assert causes[0].confidence < 0.5
     # a specific cause in the same log wins over the guess
-    with_port = diagnose_text(CASES[8][0] + CASES[11][0]).causes
+    with_port = diagnose_text(hint + _case("but is already running at")).causes
     assert with_port[0].cause == "port_in_use"
