@@ -51,3 +51,17 @@ def test_vllm_platform_probe_on_a_healthy_rocm_start_is_not_a_missing_driver() -
         "INFO 05-10 15:51:01 [__init__.py:243] Automatically detected platform rocm.\n"
     )
     assert diagnose_text(log).causes == ()
+
+
+def test_slurm_controller_unreachable_is_not_a_refused_request() -> None:
+    # src/common/slurm_errno.c texts after srun's 'Unable to allocate resources: %m'
+    for reason in (
+        "Unable to contact slurm controller (connect failure)",
+        "Socket timed out on send/recv operation",
+    ):
+        causes = diagnose_text(f"srun: error: Unable to allocate resources: {reason}\n").causes
+        assert all(c.cause != "slurm_resources" for c in causes), reason
+    top = diagnose_text(
+        "srun: error: Unable to allocate resources: Requested node configuration is not available\n"
+    ).top
+    assert top is not None and top.cause == "slurm_resources"
