@@ -192,6 +192,11 @@ FIELD_SETS = (
         "field set 5 post-hoc (measured once: 13/40 = 32.5% on cd5a9fc; in-sample since)",
         False,
     ),
+    (
+        "logs_field6/heldout",
+        "field set 6 post-hoc (measured once: 48/94 = 51.1% on bd4cb54; in-sample since)",
+        False,
+    ),
 )
 
 
