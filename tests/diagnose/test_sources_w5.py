@@ -6,20 +6,12 @@ not name dependency_mismatch."""
 from __future__ import annotations
 
 import pytest
+from support.sources import assert_names_first
+from support.sources import traceback as _traceback
 
 from hangar.diagnose import diagnose_text
 
 SITE = "/usr/lib/python3.12/site-packages"
-
-
-def _frame(path: str, line: int, func: str) -> str:
-    # CPython Lib/traceback.py frame line
-    return f'  File "{path}", line {line}, in {func}'
-
-
-def _traceback(frames: list[tuple[str, int, str]], error: str) -> str:
-    lines = ["Traceback (most recent call last):"] + [_frame(*f) for f in frames]
-    return "\n".join(lines + [error]) + "\n"
 
 
 PIP_HEADER = (
@@ -153,9 +145,7 @@ CASES = [
 
 @pytest.mark.parametrize(("log", "cause"), CASES)
 def test_source_form_names_its_cause(log: str, cause: str) -> None:
-    causes = diagnose_text(log).causes
-    assert causes, log
-    assert causes[0].cause == cause, (log, [(c.cause, c.confidence) for c in causes])
+    assert_names_first(log, cause)
 
 
 NEAR_MISSES = [

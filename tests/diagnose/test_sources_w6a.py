@@ -6,20 +6,11 @@ with a signature but must not name it: healthy lines, and look-alikes that anoth
 from __future__ import annotations
 
 import pytest
+from support.sources import traceback as _traceback
 
 from hangar.diagnose import diagnose_text
 
 SITE = "/usr/local/lib/python3.12/dist-packages"
-
-
-def _frame(path: str, line: int, func: str) -> str:
-    # CPython Lib/traceback.py frame line
-    return f'  File "{path}", line {line}, in {func}'
-
-
-def _traceback(frames: list[tuple[str, int, str]], error: str) -> str:
-    lines = ["Traceback (most recent call last):"] + [_frame(*f) for f in frames]
-    return "\n".join(lines + [error]) + "\n"
 
 
 def _ray(level: str, where: str, message: str) -> str:

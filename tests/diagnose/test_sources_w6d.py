@@ -7,6 +7,7 @@ report. Near misses share words with a signature but must not name its cause."""
 from __future__ import annotations
 
 import pytest
+from support.sources import assert_names_first
 
 from hangar.diagnose import diagnose_text
 
@@ -199,9 +200,7 @@ CASES = [
 
 @pytest.mark.parametrize(("log", "cause"), CASES)
 def test_source_form_names_its_cause(log: str, cause: str) -> None:
-    causes = diagnose_text(log).causes
-    assert causes, log
-    assert causes[0].cause == cause, (log, [(c.cause, c.confidence) for c in causes])
+    assert_names_first(log, cause)
 
 
 HEALTHY_CUDA = (

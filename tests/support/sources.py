@@ -1,0 +1,24 @@
+"""Helpers of the source-form tests (tests/diagnose/test_sources_*.py): a CPython traceback
+built from frames, and the one assertion each form test makes."""
+
+from __future__ import annotations
+
+from hangar.diagnose import diagnose_text
+
+
+def frame(path: str, line: int, func: str) -> str:
+    # CPython Lib/traceback.py frame line
+    return f'  File "{path}", line {line}, in {func}'
+
+
+def traceback(frames: list[tuple[str, int, str]], error: str) -> str:
+    lines = ["Traceback (most recent call last):"] + [frame(*f) for f in frames]
+    return "\n".join(lines + [error]) + "\n"
+
+
+def assert_names_first(log: str, cause: str) -> None:
+    """The doctor's top cause for ``log`` is ``cause`` (the ranking shown when it is not)."""
+    causes = diagnose_text(log).causes
+    assert causes, log
+    ranked = [(c.cause, c.signature, c.confidence) for c in causes]
+    assert causes[0].cause == cause, (log, ranked)
