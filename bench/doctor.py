@@ -197,6 +197,11 @@ FIELD_SETS = (
         "field set 6 post-hoc (measured once: 48/94 = 51.1% on bd4cb54; in-sample since)",
         False,
     ),
+    (
+        "logs_field7/heldout",
+        "field set 7 post-hoc (measured once: 6/10 on f0c4111; not tuned on since)",
+        False,
+    ),
 )
 
 

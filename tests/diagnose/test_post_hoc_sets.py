@@ -8,6 +8,7 @@ their top-1 guarded against regression at the one measurement's count.
 - field set 5: 13/40 on cd5a9fc; one general miss fixed afterwards (Python 3.9's unqualified
   ``__init__()`` TypeError).
 - field set 6: 48/94 on bd4cb54 (signatures frozen there, measured at 01:46 UTC on 2026-12-02).
+- field set 7: 6/10 on f0c4111 (after field set 6's fixes; measured at 01:57 UTC, not tuned on).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ SETS = [
     ("logs_field4/heldout", 25, 14),
     ("logs_field5/heldout", 30, 13),
     ("logs_field6/heldout", 90, 48),
+    ("logs_field7/heldout", 10, 6),
 ]
 
 
