@@ -13,7 +13,8 @@ as ``set -x`` prints it. What is read (never written here):
 - ``runs/<id>/host.json`` when present: the preflight ``HostFacts`` of the launching host
   (ulimits, temp dir, driver, GPUs, nvcc), read for local and container runs only (a Slurm
   run's limits are its nodes', which node.sh prints into their logs); its shape is
-  ``HostFacts.model_dump(mode="json", exclude={"env", "engine"})``.
+  ``HostFacts.model_dump(mode="json", exclude={"env", "engine"})`` plus ``engine_unmet``:
+  the requirements of the engine's vLLM that its environment did not meet.
 """
 
 from __future__ import annotations
@@ -193,6 +194,14 @@ def _host_lines(host: dict[str, Any], record: RunRecord | None) -> Iterator[str]
     interfaces = [str(i) for i in _list(host.get("interfaces"))]
     if interfaces:
         yield f"hangar: network interfaces {', '.join(interfaces)}"
+    yield from _unmet_lines(_list(host.get("engine_unmet")))
+
+
+def _unmet_lines(unmet: list[Any]) -> Iterator[str]:
+    """vLLM's own requirements the engine did not meet at launch (preflight/engine.py)."""
+    for u in (u for u in unmet if isinstance(u, dict) and u.get("requirement")):
+        found = f"found {u['found']}" if u.get("found") else "not installed"
+        yield f"hangar: engine requirement not met: {u['requirement']}, {found}"
 
 
 def _ulimit_lines(ulimits: list[Any], host: str) -> Iterator[str]:

@@ -314,11 +314,13 @@ def _row(
 
 
 def _record_host(ctx: RenderContext, report: PreflightReport) -> None:
-    """The host facts preflight found (limits, temp dir, driver, GPUs, nvcc): what the doctor
-    reads beside the log (diagnose/runs.py). Without env (values may be secrets) and engine
-    (in launch.json and the store already)."""
-    facts = report.host.model_dump_json(exclude={"env", "engine"}, indent=2)
-    atomic_write_text(ctx.run_dir / HOST_FILE, facts, mode=0o600)
+    """The host facts preflight found (limits, temp dir, driver, GPUs, nvcc, vLLM's unmet
+    requirements): what the doctor reads beside the log (diagnose/runs.py). Without env
+    (values may be secrets) and the rest of the engine (in launch.json and the store)."""
+    facts = report.host.model_dump(mode="json", exclude={"env", "engine"})
+    engine = report.host.engine
+    facts["engine_unmet"] = [u.model_dump(mode="json") for u in engine.unmet] if engine else []
+    atomic_write_text(ctx.run_dir / HOST_FILE, json.dumps(facts, indent=2), mode=0o600)
 
 
 def _masked_toml(d: Deployment) -> str:

