@@ -88,6 +88,19 @@ def test_the_doctor_reads_the_recorded_requirements_of_a_run(tmp_path: Path) -> 
     assert (top.cause, top.signature) == ("extension_abi_mismatch", "recorded_torch_pin_unmet")
 
 
+def test_a_slurm_run_keeps_its_engines_requirements_but_not_the_submit_hosts_facts(
+    tmp_path: Path,
+) -> None:
+    run = tmp_path / "runs" / "r2"
+    run.mkdir(parents=True)
+    unmet = [{"requirement": "pydantic>=2.12", "name": "pydantic", "found": "1.10.2"}]
+    (run / "host.json").write_text(json.dumps({"engine_unmet": unmet, "nvcc": "12.4"}))
+    (run / "launch.json").write_text(json.dumps({"target": "slurm"}))
+    lines = context_lines(run, database=tmp_path / "none.sqlite3")
+    assert "hangar: engine requirement not met: pydantic>=2.12, found 1.10.2" in lines
+    assert not any("nvcc" in line for line in lines)
+
+
 def test_a_missing_optional_package_alone_names_nothing() -> None:
     # the CPU test engine has no torchaudio: recorded, but not a cause by itself
     log = "hangar: engine requirement not met: torchaudio, not installed\nTraceback (most recent call last):\nKeyError: 'x'\n"

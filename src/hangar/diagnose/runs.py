@@ -102,9 +102,11 @@ def context_lines(run_dir: Path, database: Path | None = None) -> list[str]:
     launch = _json_file(run_dir / LAUNCH_FILE)
     record = _record_of(run_dir, database)
     host = _json_file(run_dir / HOST_FILE)
+    # the engine's requirements hold wherever it runs (one environment on a shared file system)
+    unmet = _unmet_lines(_list(host.get("engine_unmet")))
     if launch.get("target", record.target if record else "local") == "slurm":
         host = {}  # the submitting host's facts, not the nodes' (node.sh prints their limits)
-    lines = [*_launch_lines(launch), *_record_lines(record), *_host_lines(host, record)]
+    lines = [*_launch_lines(launch), *_record_lines(record), *_host_lines(host, record), *unmet]
     return [line.replace("\n", " ").replace("\r", " ") for line in lines]
 
 
@@ -194,7 +196,6 @@ def _host_lines(host: dict[str, Any], record: RunRecord | None) -> Iterator[str]
     interfaces = [str(i) for i in _list(host.get("interfaces"))]
     if interfaces:
         yield f"hangar: network interfaces {', '.join(interfaces)}"
-    yield from _unmet_lines(_list(host.get("engine_unmet")))
 
 
 def _unmet_lines(unmet: list[Any]) -> Iterator[str]:
