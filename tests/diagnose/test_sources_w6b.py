@@ -1,4 +1,4 @@
-"""Surface forms of Python packaging and import failures (data/dependencies2.yaml), written from
+"""Surface forms of Python packaging and import failures (data/dependencies.yaml), written from
 the emitting sources (file and version in each signature's `sources`): every log below is the
 source's format string with its variables filled in, not a line copied from a report. Near
 misses share words with a signature but must not name its cause."""

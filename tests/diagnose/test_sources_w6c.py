@@ -1,4 +1,4 @@
-"""Surface forms of NCCL / torch.distributed / Gloo failures and hangs (data/collectives2.yaml),
+"""Surface forms of NCCL / torch.distributed / Gloo failures and hangs (data/collectives.yaml),
 written from the emitting sources (file and version in each signature's `sources`): every log
 below is the source's format string with its variables filled in, not a line copied from a
 report. Near misses share words with a signature but must not name its cause."""

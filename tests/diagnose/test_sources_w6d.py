@@ -1,4 +1,4 @@
-"""Surface forms of GPU runtime and platform initialisation failures (data/runtime2.yaml, with
+"""Surface forms of GPU runtime and platform initialisation failures (data/runtime.yaml, with
 the older forms of runtime.yaml, host.yaml, platform.yaml and config.yaml they sit beside),
 written from the emitting sources (file and version in each signature's `sources`): every log
 below is the source's format string with its variables filled in, not a line copied from a

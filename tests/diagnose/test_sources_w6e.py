@@ -1,4 +1,4 @@
-"""Surface forms of Ray, Slurm and host-resource failures (data/orchestration2.yaml, and the
+"""Surface forms of Ray, Slurm and host-resource failures (data/network.yaml and data/slurm.yaml, and the
 older forms in host.yaml, slurm.yaml, network.yaml, limits.yaml that the same sources print),
 written from the emitting sources (file and version in each signature's `sources`): every log
 below is the source's format string with its variables filled in, not a line copied from a
