@@ -67,7 +67,7 @@ def _host(tmp: Path, v_soft: int | None, u_soft: int | None = 4096) -> dict[str,
 def _run(
     tmp_path: Path, log: str, host: dict[str, object] | None, run_id: str = "ab12cd34"
 ) -> Path:
-    """A run dir as launch/orchestrator.py lays it out, and its row in the store."""
+    """A run dir as launch/claim.py lays it out, and its row in the store."""
     run_dir = tmp_path / "runs" / run_id
     (run_dir / "tmp").mkdir(parents=True)
     launch = {

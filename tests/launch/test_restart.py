@@ -6,8 +6,9 @@ import subprocess
 from pathlib import Path
 
 from hangar.launch import process
-from hangar.launch.orchestrator import launch, live_runs_using, restart_runs_using
+from hangar.launch.orchestrator import launch
 from hangar.launch.recorded import stop
+from hangar.launch.restart import live_runs_using, restart_runs_using
 
 from .conftest import deployment
 

@@ -334,7 +334,7 @@ def _report_users(name: str, users: list[str], restart: bool) -> None:
 
 def _restart_live_runs(name: str) -> None:
     """--restart: stop and relaunch every live run on NAME (hangar launch's executor)."""
-    from hangar.launch.orchestrator import restart_runs_using
+    from hangar.launch.restart import restart_runs_using
 
     for result in restart_runs_using(
         name, on_event=lambda event: click.echo(f"  {event.stage}: {event.detail}")

@@ -7,7 +7,7 @@ the forms the signatures already match in logs: bash's ``ulimit -a`` table, Hang
 ``hangar: ulimit -v N -n M on HOST``, ``NAME=value`` as ``env`` prints it, the command line
 as ``set -x`` prints it. What is read (never written here):
 
-- ``runs/<id>/launch.json`` (launch/orchestrator.py ``_record``): target, argv, the env Hangar
+- ``runs/<id>/launch.json`` (launch/claim.py ``record_run``): target, argv, the env Hangar
   added (secret values were never written; their names are listed as names only);
 - the store row (``store.runs.RunRecord``): engine, vLLM version, the deployment's layout;
 - ``runs/<id>/host.json`` when present: the preflight ``HostFacts`` of the launching host

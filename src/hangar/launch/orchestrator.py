@@ -1,8 +1,9 @@
 """The target-neutral launch: preflight → render → record → submit → readiness → diagnosis.
 
 Nothing here knows how a target runs things; it drives the ``Target`` Protocol
-(launch/targets/base.py) and records every step in the runs store as typed events. A run
-once recorded (its logs, where it is now, stopping it) is recorded.py's.
+(launch/targets/base.py) and records every step in the runs store as typed events. The
+claim on the host (run dir, port, recorded row) is claim.py's; a run once recorded (its
+logs, where it is now, stopping it) is recorded.py's; relaunching runs is restart.py's.
 
 Layout of one run (all 0700, under Hangar's state dir)::
 
@@ -21,11 +22,9 @@ cleanup); afterwards only `hangar stop` / `hangar clean` touch it.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -34,28 +33,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from hangar.deploy.io import render_toml
 from hangar.deploy.schema import Deployment, SlurmTargetSection, is_secret_name
 from hangar.engines.resolve import engine_key
 from hangar.errors import HangarError, InputError, Interrupted, remember_for_crash_log
+from hangar.launch import claim
 from hangar.launch.error_block import failing_block
 from hangar.launch.errors import LaunchFailed, PreflightFailed
 from hangar.launch.events import Clock, EventSink, LaunchEvent
 from hangar.launch.readiness import NotReady, wait_ready
-from hangar.launch.recorded import deployment_record, holds_server, host_port, observe, stop
+from hangar.launch.recorded import deployment_record
 from hangar.launch.signals import StopSignals
 from hangar.launch.targets import Observed, RenderContext, Rendered, Target, target_for
-from hangar.launch.targets.local import identity
 from hangar.paths import (
-    HOST_FILE,
-    LAUNCH_FILE,
     atomic_write_text,
     engine_cache_dir,
-    runs_root,
-    state_dir,
 )
-from hangar.planning.plan import default_utilization
-from hangar.planning.versions import VllmVersion
 from hangar.preflight.engine import EngineFacts
 from hangar.preflight.runner import PreflightReport, preflight
 from hangar.store import runs as store
@@ -74,43 +66,6 @@ class LaunchResult(BaseModel):
     run: store.RunRecord
     report: PreflightReport
     rendered: Rendered
-
-
-class PortInUse(HangarError):
-    """Another live run of this Hangar holds the port (checked under the launch lock, so
-    two launches started at the same moment cannot both take it)."""
-
-    def __init__(self, port: int, other: store.RunRecord) -> None:
-        super().__init__(
-            f"port {port} is already used by run {other.id} ({other.status}, {other.label}); "
-            "nothing was started",
-            hint=f"hangar stop {other.id}   or pick another port (--port, target.local.port)",
-        )
-        self.port = port
-        self.other = other.id
-
-
-def _private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(path, 0o700)
-    return path
-
-
-def live_utilizations(conn: Any) -> dict[str, float]:
-    """gpu_memory_utilization of every live local run on this host (shared-GPU check)."""
-    out: dict[str, float] = {}
-    for run in store.list_runs(conn, live_only=True):
-        if (
-            run.target != "local"
-            or target_for("local").status(run.handle, Path(run.run_dir)).phase != "running"
-        ):
-            continue
-        serve = run.deployment.get("serve", {})
-        # a store read back after a crash can hold anything: an unreadable version is the default
-        version = VllmVersion.parse_or_none(run.vllm_version) or VllmVersion(0, 20, 0)
-        default = default_utilization(version)
-        out[run.id] = float(serve.get("gpu_memory_utilization") or default)
-    return out
 
 
 def _secrets(d: Deployment) -> dict[str, str]:
@@ -133,7 +88,7 @@ def context_for(
 def checked(d: Deployment, env: Mapping[str, str], force: bool) -> PreflightReport:
     """Preflight; PreflightFailed when it found errors (unless forced) or has no engine."""
     conn = connect()
-    others = live_utilizations(conn) if d.resources.gpu is not None else {}
+    others = claim.live_utilizations(conn) if d.resources.gpu is not None else {}
     report = preflight(d, env=env, other_runs_util=others)
     errors = [f"{f.id}: {f.message}" for f in report.errors()]
     if report.engine is None or not report.engine.exists:
@@ -176,7 +131,7 @@ def launch(
     assert report.engine is not None
     remember_for_crash_log("engine", f"{d.engine}: vLLM {report.engine.vllm_version}")
     conn = connect()
-    run_id, run_dir = _new_run_dir(conn)
+    run_id, run_dir = claim.new_run_dir(conn)
     run = _Run(conn, clock, sink, run_id)
     target = target_for(d.target.kind)
     ctx = context_for(d, report.engine, report, run_id, run_dir)
@@ -184,8 +139,8 @@ def launch(
     run.emit("render", f"{d.target.kind}: {len(rendered.files)} files, {rendered.argv[0]}")
     with StopSignals() as signals, _owned(run, target, d, signals, diagnose):
         with signals.deferred():  # a signal here waits until the run and its handle are recorded
-            _claim_and_record(conn, d, report.engine, ctx, rendered)
-            _record_host(ctx, report)
+            claim.claim_and_record(conn, d, report.engine, ctx, rendered)
+            claim.record_host(ctx, report)
             run.emit("record", str(ctx.run_dir))
             handle = _submit(run, target, rendered, ctx, {**base_env, **_secrets(d)})
         if detach:
@@ -194,56 +149,6 @@ def launch(
             url, timings = _follow(run, target, handle, d, rendered)
             _ready(run, ctx.run_dir, url, rendered, timings)
     return LaunchResult(run=run.record(), report=report, rendered=rendered)
-
-
-def _new_run_dir(conn: Any) -> tuple[str, Path]:
-    """A fresh run id whose directory this process created (mkdir is atomic, so two
-    launches never share an id or a run dir, even when their ids are drawn at once)."""
-    root = runs_root()
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    while True:
-        run_id = store.new_run_id(conn)
-        try:
-            (root / run_id).mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        return run_id, _private_dir(root / run_id)
-
-
-@contextmanager
-def _launch_lock() -> Iterator[None]:
-    path = state_dir() / "launch.lock"
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the fd closes, even on kill -9
-        yield
-    finally:
-        os.close(fd)
-
-
-def _claim_and_record(
-    conn: Any, d: Deployment, engine: EngineFacts, ctx: RenderContext, rendered: Rendered
-) -> None:
-    """Check that no live run holds the port and record this run, as one step across
-    processes: the recorded row is the port's claim."""
-    try:
-        with _launch_lock():
-            port = host_port(rendered.kind, rendered.base_url)
-            holder = _port_holder(conn, port) if port is not None else None
-            if holder is not None:
-                raise PortInUse(port or 0, holder)
-            _record(conn, d, engine, ctx, rendered)
-    except PortInUse:
-        shutil.rmtree(ctx.run_dir, ignore_errors=True)
-        raise
-
-
-def _port_holder(conn: Any, port: int) -> store.RunRecord | None:
-    for other in store.list_runs(conn, live_only=True):
-        if host_port(other.target, other.base_url) == port and holds_server(other):
-            return other
-    return None
 
 
 class _Run:
@@ -265,66 +170,6 @@ class _Run:
     def set_handle(self, handle: dict[str, Any]) -> None:
         self.handle = handle
         store.set_handle(self.conn, self.id, handle)
-
-
-def _record(
-    conn: Any, d: Deployment, engine: EngineFacts, ctx: RenderContext, rendered: Rendered
-) -> None:
-    for name, file in rendered.files.items():
-        atomic_write_text(ctx.run_dir / name, file.text, mode=file.mode)
-    _private_dir(ctx.run_dir / "tmp")
-    for sub in ("vllm", "torchinductor", "triton"):
-        _private_dir(ctx.engine_cache / sub)
-    launch_doc = {
-        "target": rendered.kind,
-        "argv": list(rendered.argv),
-        "env": {k: v for k, v in rendered.env.items() if not is_secret_name(k)},
-        "secret_env": list(rendered.secret_env),  # names only
-        "files": sorted(rendered.files),
-        "workarounds": list(rendered.applied.ids),
-        "overrides": [o.model_dump() for o in rendered.applied.overrides],
-    }
-    atomic_write_text(ctx.run_dir / LAUNCH_FILE, json.dumps(launch_doc, indent=2), mode=0o600)
-    atomic_write_text(deployment_record(ctx.run_id), _masked_toml(d), mode=0o600)
-    store.insert_run(conn, _row(d, engine, ctx, rendered))
-
-
-def _row(
-    d: Deployment, engine: EngineFacts, ctx: RenderContext, rendered: Rendered
-) -> store.RunRecord:
-    return store.RunRecord(
-        id=ctx.run_id,
-        label=d.label,
-        target=d.target.kind,
-        base_url=rendered.base_url or "",
-        log_path=str(ctx.run_dir / "server.log"),
-        run_dir=str(ctx.run_dir),
-        deployment_json=json.dumps(d.snapshot()),
-        engine=d.engine,
-        engine_python=str(engine.python),
-        vllm_version=engine.vllm_version,
-        workarounds_json=json.dumps(list(rendered.applied.ids)),
-        argv_json=json.dumps(list(rendered.argv)),
-        status="queued" if d.target.kind == "slurm" else "starting",
-        started_at=time.time(),
-        launcher_json=json.dumps(
-            {**identity(os.getpid()), "host": socket.gethostname(), "detached": False}
-        ),
-    )
-
-
-def _record_host(ctx: RenderContext, report: PreflightReport) -> None:
-    """The host facts preflight found (limits, temp dir, driver, GPUs, nvcc, vLLM's unmet
-    requirements): what the doctor reads beside the log (diagnose/runs.py). Without env
-    (values may be secrets) and the rest of the engine (in launch.json and the store)."""
-    facts = report.host.model_dump(mode="json", exclude={"env", "engine"})
-    engine = report.host.engine
-    facts["engine_unmet"] = [u.model_dump(mode="json") for u in engine.unmet] if engine else []
-    atomic_write_text(ctx.run_dir / HOST_FILE, json.dumps(facts, indent=2), mode=0o600)
-
-
-def _masked_toml(d: Deployment) -> str:
-    return render_toml(d.model_copy(update={"env": d.masked_env()}))
 
 
 def _submit(
@@ -532,44 +377,3 @@ def _owned(
         with signals.deferred(then_raise=False):
             _abandon(run, target, d, f"{why} during startup")
         raise
-
-
-class Restarted(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    old_run: str
-    new_run: str | None
-    error: str | None = None
-
-
-def live_runs_using(engine: str) -> list[store.RunRecord]:
-    """Live runs (still running) whose deployment names ``engine``."""
-    conn = connect()
-    return [
-        run
-        for run in store.list_runs(conn, live_only=True)
-        if run.engine == engine and run.handle and observe(run).phase in ("queued", "running")
-    ]
-
-
-def relaunchable(run: store.RunRecord) -> Deployment:
-    """The recorded deployment, minus masked secrets (they come from the shell again)."""
-    data = run.deployment
-    data["env"] = {k: v for k, v in (data.get("env") or {}).items() if v != "***"}
-    return Deployment.model_validate(data)
-
-
-def restart_runs_using(engine: str, *, on_event: EventSink | None = None) -> list[Restarted]:
-    """Stop each live run on ``engine`` and launch it again, so it picks up the engine's
-    current build. A failed relaunch is reported, never hidden."""
-    results = []
-    for run in live_runs_using(engine):
-        deployment = relaunchable(run)
-        stop(run.id)
-        try:
-            new = launch(deployment, on_event=on_event)
-        except (LaunchFailed, PreflightFailed) as exc:
-            results.append(Restarted(old_run=run.id, new_run=None, error=str(exc)))
-            continue
-        results.append(Restarted(old_run=run.id, new_run=new.run.id))
-    return results

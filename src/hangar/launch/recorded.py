@@ -1,7 +1,7 @@
 """A recorded run seen from outside its launch: its deployment record, whether its launcher
 or its server still lives, its logs, where it is now, and stopping exactly what it started.
 `hangar status`, `logs`, `stop` and `clean` (launch/runs.py, the CLI) read runs through here;
-the launch itself (orchestrator.py) uses the same checks for the port it is about to take.
+the launch itself (claim.py) uses the same checks for the port it is about to take.
 """
 
 from __future__ import annotations
