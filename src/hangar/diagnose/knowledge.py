@@ -164,14 +164,16 @@ def _derive(text: str, where: str) -> tuple[str, tuple[str, ...]]:
 
 
 def _check_raised_in(sig: Signature, source: str) -> None:
-    if sig.raised_in is None:
-        return
-    try:
-        re.compile(sig.raised_in)
-    except re.error as exc:
-        raise DataError(
-            f"{source}: signature '{sig.id}', key 'raised_in': invalid regex: {exc}"
-        ) from exc
+    for key in ("raised_in", "called_from"):
+        text = getattr(sig, key)
+        if text is None:
+            continue
+        try:
+            re.compile(text)
+        except re.error as exc:
+            raise DataError(
+                f"{source}: signature '{sig.id}', key '{key}': invalid regex: {exc}"
+            ) from exc
 
 
 def _patterns_of(sig: Signature, source: str, known: _Derived) -> Iterable[Pattern]:

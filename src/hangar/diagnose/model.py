@@ -1,7 +1,8 @@
 """Values of the diagnosis: the signature schema (as packaged data), the cause table and the
 result.
 
-Schema notes for signature writers: ``Signature`` is unchanged (no field added). The cause table
+Schema notes for signature writers: ``Signature.called_from`` (issue 11) names the package that
+made a failing lookup or call, where ``raised_in`` names the one that raised it. The cause table
 (``data/causes.yaml``, ``CauseEntry``) holds each cause's title, definition and default fix;
 ``Cause.title`` is the signature's title, ``Cause.cause_title`` the table's.
 """
@@ -99,6 +100,16 @@ class Signature(BaseModel):
             "a regex the innermost traceback frame must match: the path of the nearest "
             '`File "...", line N, in f` line within the few lines above the pattern\'s line '
             "(where the exception was raised, not every module the traceback passed through)"
+        ),
+    )
+    called_from: str | None = Field(
+        default=None,
+        description=(
+            "a regex the calling frame must match: the innermost traceback frame above the "
+            "pattern's line once pass-through frames are skipped (an attribute hook such as "
+            "`__getattr__` / `__getattribute__`, or a call wrapper such as torch's `_call_impl`), "
+            "i.e. the code that looked the name up or made the call, in whichever package "
+            "raised the error"
         ),
     )
     explanation: str

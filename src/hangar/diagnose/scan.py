@@ -50,6 +50,26 @@ STALL_RECENT_S = 120.0
 # Python 3.11 a line of carets).
 RAISED_WINDOW = 4
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in ')
+# The calling frame (``called_from``): frames that only pass a lookup or a call on are skipped,
+# at most CALLER_DEPTH of them, each within RAISED_WINDOW lines of the next: an attribute hook
+# (CPython calls a class's or a module's `__getattr__` when the normal lookup fails, so the
+# AttributeError is raised in the owner's hook, one frame inside the caller) and the call
+# wrappers of torch's nn.Module and of decorators, in which a TypeError of the wrapped call's
+# arguments is raised.
+_CALL_FRAME = re.compile(r'File "([^"]+)", line \d+, in ([\w<>.]+)')
+PASS_THROUGH = frozenset(
+    {
+        "__getattr__",
+        "__getattribute__",
+        "_call_impl",
+        "_wrapped_call_impl",
+        "decorate_context",
+        "wrapper",
+        "inner",
+        "wrapped",
+    }
+)
+CALLER_DEPTH = 3
 
 
 class _Needles:
@@ -100,6 +120,9 @@ class Scanner:
         self._needles, self._by_anchor = _needle_index(kb)
         self._raised_in = {
             sig.id: re.compile(sig.raised_in) for sig in kb.signatures if sig.raised_in
+        }
+        self._called_from = {
+            sig.id: re.compile(sig.called_from) for sig in kb.signatures if sig.called_from
         }
         self._index()
         self._file_lines: list[int] = []
@@ -221,13 +244,24 @@ class Scanner:
                     self._record(pattern, name, order, line_no, text)
 
     def _raised_where(self, pattern: Pattern, above: Callable[[], bytes]) -> bool:
-        """A signature with ``raised_in``: its exception line counts only when the innermost
-        frame above it lies in the named code."""
-        where = self._raised_in.get(pattern.signature)
-        if where is None or pattern.role != "patterns":
+        """A signature with ``raised_in`` (``called_from``): its exception line counts only
+        when the innermost (calling) frame above it lies in the named code."""
+        if pattern.role != "patterns":
             return True
-        path = innermost_frame(above())
-        return path is not None and where.search(path) is not None
+        where = self._raised_in.get(pattern.signature)
+        caller = self._called_from.get(pattern.signature)
+        if where is None and caller is None:
+            return True
+        before = above()
+        if where is not None:
+            path = innermost_frame(before)
+            if path is None or where.search(path) is None:
+                return False
+        if caller is not None:
+            path = calling_frame(before)
+            if path is None or caller.search(path) is None:
+                return False
+        return True
 
     def _record(self, pattern: Pattern, name: str, order: int, line_no: int, text: str) -> None:
         hits = self._hits.setdefault((pattern.signature, pattern.role, pattern.index), _Hits())
@@ -286,6 +320,27 @@ def innermost_frame(before: bytes) -> str | None:
         found = _FRAME.search(reader.clean(raw))
         if found:
             return found.group(1)
+    return None
+
+
+def calling_frame(before: bytes) -> str | None:
+    """The file of the frame that made the failing lookup or call: the nearest traceback frame
+    in the last lines of ``before``, passing over up to CALLER_DEPTH pass-through frames
+    (PASS_THROUGH) that lie directly above one another (each within RAISED_WINDOW lines)."""
+    lines = before.splitlines()[-RAISED_WINDOW * (CALLER_DEPTH + 1) :]
+    gap = 0
+    skipped = 0
+    for raw in reversed(lines):
+        gap += 1
+        if gap > RAISED_WINDOW:
+            return None
+        found = _CALL_FRAME.search(reader.clean(raw))
+        if not found:
+            continue
+        if found.group(2) not in PASS_THROUGH or skipped == CALLER_DEPTH:
+            return found.group(1)
+        skipped += 1
+        gap = 0
     return None
 
 
