@@ -26,6 +26,7 @@ SETS = [
     ("logs_field5/heldout", 30, 13),
     ("logs_field6/heldout", 90, 48),
     ("logs_field7/heldout", 10, 6),
+    ("logs_field8/heldout", 90, 38),
 ]
 
 
