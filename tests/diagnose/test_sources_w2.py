@@ -211,7 +211,11 @@ CASES = [
         ),
         "nccl_p2p",
     ),
-    ("h:5:5 [0] transport/nvls.cc:163 NCCL WARN Cuda failure 1 'invalid argument'", "nccl_p2p"),
+    # NVLS 'invalid argument': a fabric manager restarted without a GPU reset (interconnect.yaml)
+    (
+        "h:5:5 [0] transport/nvls.cc:163 NCCL WARN Cuda failure 1 'invalid argument'",
+        "fabric_manager",
+    ),
     # vLLM csrc/custom_all_reduce.cuh CUDACHECK
     ("Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:307 'invalid argument'", "nccl_p2p"),
     (
