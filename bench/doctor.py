@@ -207,6 +207,11 @@ FIELD_SETS = (
         "field set 8 post-hoc (measured once: 38/90 = 42.2% on 4c547ce; in-sample since)",
         False,
     ),
+    (
+        "logs_field9/heldout",
+        "field set 9 post-hoc (measured once: 15/39 = 38.5% on 65d2885; in-sample since)",
+        False,
+    ),
 )
 
 

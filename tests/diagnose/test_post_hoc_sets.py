@@ -27,6 +27,7 @@ SETS = [
     ("logs_field6/heldout", 90, 48),
     ("logs_field7/heldout", 10, 6),
     ("logs_field8/heldout", 90, 38),
+    ("logs_field9/heldout", 35, 15),
 ]
 
 
