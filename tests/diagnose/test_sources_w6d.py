@@ -63,8 +63,9 @@ CASES = [
     ),
     (_cuda_error("CUDA-capable device(s) is/are busy or unavailable"), "world_size_gpus"),
     # torch's device-count warning for error 34 (stub libcuda) and 36 (API needs a newer driver)
-    (_count_warning(34, "CUDA driver is a stub library"), "cuda_driver_mismatch"),
-    ("CUDA_ERROR_STUB_LIBRARY\n", "cuda_driver_mismatch"),
+    # a stub first on the loader path: no driver loaded at all, outside the taxonomy
+    (_count_warning(34, "CUDA driver is a stub library"), "other"),
+    ("CUDA_ERROR_STUB_LIBRARY\n", "other"),
     (
         _count_warning(36, "API call is not supported in the installed CUDA driver"),
         "cuda_driver_mismatch",
