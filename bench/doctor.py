@@ -212,6 +212,11 @@ FIELD_SETS = (
         "field set 9 post-hoc (measured once: 15/39 = 38.5% on 65d2885; in-sample since)",
         False,
     ),
+    (
+        "logs_field10/heldout",
+        "field set 10 post-hoc (measured once: 7/19 = 36.8% on 12124bf; not tuned on since)",
+        False,
+    ),
 )
 
 

@@ -28,6 +28,7 @@ SETS = [
     ("logs_field7/heldout", 10, 6),
     ("logs_field8/heldout", 90, 38),
     ("logs_field9/heldout", 35, 15),
+    ("logs_field10/heldout", 17, 7),
 ]
 
 
