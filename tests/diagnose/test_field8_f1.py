@@ -9,7 +9,7 @@ cause."""
 from __future__ import annotations
 
 import pytest
-from support.sources import assert_names_first
+from support.sources import assert_names_first, names
 from support.sources import traceback as _traceback
 
 from hangar.diagnose import diagnose_text
@@ -137,10 +137,6 @@ def test_source_form_names_its_cause(log: str, cause: str) -> None:
     assert_names_first(log, cause)
 
 
-def _names(log: str, cause: str) -> bool:
-    return any(c.cause == cause for c in diagnose_text(log).causes)
-
-
 NEAR_MISSES = [
     # xFormers loaded fine: its version line, and a healthy attention backend choice
     ("xformers version: 0.0.29.post2\nUsing xformers attention\n", "extension_abi_mismatch"),
@@ -207,7 +203,7 @@ def test_a_bare_cuda_library_line_stays_an_extension_question() -> None:
     # without torch's own import in view the glibc line is still read as an extension's build
     log = "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n"
     assert_names_first(log, "extension_abi_mismatch")
-    assert not _names(log, "other") or diagnose_text(log).causes[0].cause != "other"
+    assert not names(log, "other") or diagnose_text(log).causes[0].cause != "other"
 
 
 def test_only_the_xformers_build_line_names_the_mismatch() -> None:

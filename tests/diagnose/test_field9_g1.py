@@ -157,10 +157,6 @@ def test_source_form_names_its_cause(log: str, cause: str) -> None:
     assert_names_first(log, cause)
 
 
-def _names(log: str, cause: str) -> bool:
-    return any(c.cause == cause for c in diagnose_text(log).causes)
-
-
 NEAR_MISSES = [
     # XLA's healthy cuDNN lines
     (

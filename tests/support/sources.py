@@ -22,3 +22,8 @@ def assert_names_first(log: str, cause: str) -> None:
     assert causes, log
     ranked = [(c.cause, c.signature, c.confidence) for c in causes]
     assert causes[0].cause == cause, (log, ranked)
+
+
+def names(log: str, cause: str) -> bool:
+    """``cause`` is among the causes named for ``log`` (at any rank)."""
+    return any(c.cause == cause for c in diagnose_text(log).causes)
