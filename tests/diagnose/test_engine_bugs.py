@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hangar.diagnose import diagnose_text
-from hangar.diagnose.scan import innermost_frame
+from hangar.diagnose.frames import innermost_frame
 
 SITE = "/opt/venv/lib/python3.12/site-packages"
 

@@ -1,6 +1,6 @@
 """Surface forms of dependency_mismatch read from the structure of a traceback (data/
 api_boundaries.yaml): the exception names an object of one package while the frame that made the
-lookup or the call (`called_from`, scan.calling_frame) lies in another. Every log is CPython's
+lookup or the call (`called_from`, frames.calling_frame) lies in another. Every log is CPython's
 traceback format (Lib/traceback.py) with the emitting source's format string filled in (file and
 version in each signature's `sources`), not a line copied from a report. Near misses raise the
 same texts from the owner's own frames or from a user's script, and must not name the cause."""
@@ -11,7 +11,7 @@ import pytest
 from support.sources import assert_names_first
 
 from hangar.diagnose import diagnose_text
-from hangar.diagnose.scan import calling_frame
+from hangar.diagnose.frames import calling_frame
 
 SITE = "/usr/local/lib/python3.12/site-packages"
 DIST = "/usr/lib/python3/dist-packages"
