@@ -6,6 +6,7 @@ signatures), not a line copied from a report."""
 from __future__ import annotations
 
 import pytest
+from support.sources import known_causes
 
 from hangar.diagnose import diagnose_text
 from hangar.diagnose.frames import innermost_frame
@@ -51,7 +52,7 @@ def test_the_same_error_raised_in_the_users_script_names_nothing() -> None:
     # the traceback passes through vLLM, but the innermost frame is the user's code
     frames = [*VLLM_FRAMES, "/home/me/serve.py"]
     error = "UnboundLocalError: cannot access local variable 'x' where it is not associated with a value"
-    assert diagnose_text(_traceback(frames, error)).causes == ()
+    assert known_causes(_traceback(frames, error)) == ()  # at most: a failure, not a vLLM bug
 
 
 def test_attribute_error_on_a_vllm_object_is_a_low_confidence_vllm_bug() -> None:
@@ -86,7 +87,7 @@ def test_none_used_by_vllm_code() -> None:
 def test_none_error_raised_in_another_package_names_nothing() -> None:
     frames = [*VLLM_FRAMES, f"{SITE}/outlines/fsm/guide.py"]
     error = "TypeError: 'NoneType' object is not subscriptable"
-    assert diagnose_text(_traceback(frames, error)).causes == ()
+    assert known_causes(_traceback(frames, error)) == ()
 
 
 def test_a_specific_signature_outranks_the_fallback() -> None:

@@ -94,7 +94,7 @@ def test_unmatched_log_goes_redacted_to_the_model(
 ) -> None:
     log = tmp_path / "weird.log"
     log.write_text(SECRET_LOG)
-    assert main(["doctor", "--json", "--llm", server, "--model", "m1", str(log)]) == 0
+    assert main(["doctor", "--json", "--llm", server, "--model", "m1", str(log)]) == 1  # `other` (an unnamed failure) at 0.34: --llm is still asked
     payload = json.loads(capsys.readouterr().out)
     guess = payload["llm_guess"]
     assert guess["text"] == "Probably the frobnicator." and guess["valid"] is True
@@ -140,7 +140,7 @@ def test_free_text_answer_is_rejected_not_shown_as_a_guess(
     _Recorder.content = "ulimit ulimit the the the <|endoftext|> 12 12"  # what a random model says
     log = tmp_path / "weird.log"
     log.write_text(SECRET_LOG)
-    assert main(["doctor", "--json", "--llm", server, "--model", "tiny", str(log)]) == 0
+    assert main(["doctor", "--json", "--llm", server, "--model", "tiny", str(log)]) == 1
     guess = json.loads(capsys.readouterr().out)["llm_guess"]
     assert guess["valid"] is False and guess["cause"] is None
     assert guess["label"].startswith("model's answer rejected: not a JSON answer")
@@ -152,7 +152,7 @@ def test_server_without_structured_output_is_asked_again_plainly(
     _Recorder.refuse_schema = True
     log = tmp_path / "weird.log"
     log.write_text(SECRET_LOG)
-    assert main(["doctor", "--json", "--llm", server, str(log)]) == 0
+    assert main(["doctor", "--json", "--llm", server, str(log)]) == 1
     assert json.loads(capsys.readouterr().out)["llm_guess"]["valid"] is True
     assert [("response_format" in r["body"]) for r in _Recorder.received] == [True, False]
 
@@ -165,7 +165,7 @@ def test_a_model_with_a_small_context_is_asked_again_smaller(
     _Recorder.context_chars = 1500
     log = tmp_path / "weird.log"
     log.write_text(SECRET_LOG * 3)
-    assert main(["doctor", "--json", "--llm", server, str(log)]) == 0
+    assert main(["doctor", "--json", "--llm", server, str(log)]) == 1
     assert json.loads(capsys.readouterr().out)["llm_guess"]["valid"] is True
     sizes = [sum(len(m["content"]) for m in r["body"]["messages"]) for r in _Recorder.received]
     assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= 1500 < sizes[0], sizes

@@ -81,13 +81,55 @@ def test_healthy_log_has_no_cause() -> None:
 
 
 def test_unknown_traceback_names_nothing_and_keeps_the_guess_apart() -> None:
-    # A bare traceback is a guess below the naming floor (scan.NAME_FLOOR): "unknown".
-    log = 'Traceback (most recent call last):\n  File "x.py", line 1\nZeroDivisionError: division by zero\n'
+    # A traceback header alone (its exception line cut off) is a guess below the naming
+    # floor (scan.NAME_FLOOR): "unknown".
+    log = 'Traceback (most recent call last):\n  File "x.py", line 1\n'
     diagnosis = diagnose_text(log)
     assert diagnosis.causes == ()
     guess = diagnosis.unconfirmed[0]
     assert guess.cause == "other" and guess.confidence < NAME_FLOOR
     assert "unconfirmed" not in diagnosis.model_dump(mode="json")  # not in the JSON contract
+
+
+def test_an_unknown_exception_is_an_unnamed_failure_just_above_the_floor() -> None:
+    # The exception line is a failure no signature knows: `other` (outside the taxonomy),
+    # not `unknown` (no failure at all), at the floor, with the line as its evidence.
+    log = 'Traceback (most recent call last):\n  File "x.py", line 1\nZeroDivisionError: division by zero\n'
+    top = diagnose_text(log).top
+    assert top is not None and (top.cause, top.signature) == ("other", "unrecognised_failure")
+    assert NAME_FLOOR <= top.confidence < 0.5  # --llm is still asked
+    assert [e.text for e in top.evidence] == ["ZeroDivisionError: division by zero"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "thread 'main' panicked at src/main.rs:2:5:",  # Rust std
+        "panic: runtime error: invalid memory address or nil pointer dereference",  # Go
+        "terminate called after throwing an instance of 'c10::Error'",  # libstdc++
+        "Segmentation fault (core dumped)",  # bash
+        "slurmstepd: error: execve(): vllm: No such file or directory",  # Slurm
+        "FATAL:   container creation failed: mount hook function failure",  # Apptainer
+        "Main process exited, code=exited, status=1/FAILURE",  # systemd
+        "F0101 00:00:00.000000  1 node.cc:12] Check failed: ok == true",  # glog CHECK
+    ],
+)
+def test_each_runtimes_failure_form_is_an_unnamed_failure(line: str) -> None:
+    top = diagnose_text(line + "\n").top
+    assert top is not None and top.cause == "other", (line, top)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "INFO 01-01 00:00:00 [api_server.py:1] Started server process\n",
+        "WARNING 01-01 00:00:00 [utils.py:1] Found ulimit of 1024 ... [Errno 1] Operation not permitted\n",
+        # a request error the server survived: it answered requests afterwards
+        'ValueError: bad request\nINFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK\n',
+    ],
+)
+def test_no_failure_is_no_unnamed_failure(log: str) -> None:
+    assert diagnose_text(log).causes == ()
 
 
 def test_directory_input_and_bad_inputs(tmp_path: Path) -> None:

@@ -4,6 +4,8 @@ built from frames, and the one assertion each form test makes."""
 from __future__ import annotations
 
 from hangar.diagnose import diagnose_text
+from hangar.diagnose.knowledge import load
+from hangar.diagnose.model import Cause
 
 
 def frame(path: str, line: int, func: str) -> str:
@@ -27,3 +29,10 @@ def assert_names_first(log: str, cause: str) -> None:
 def names(log: str, cause: str) -> bool:
     """``cause`` is among the causes named for ``log`` (at any rank)."""
     return any(c.cause == cause for c in diagnose_text(log).causes)
+
+
+def known_causes(log: str) -> tuple[Cause, ...]:
+    """The causes named for ``log`` by signatures that know a cause: without the last-resort
+    ones (data/failures.yaml), which only say that a failure happened (`other`)."""
+    last = {s.id for s in load().signatures if s.last_resort}
+    return tuple(c for c in diagnose_text(log).causes if c.signature not in last)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 if TYPE_CHECKING:  # imported where used: hangar.planning costs `hangar doctor` 0.19 s to import
     from hangar.planning.findings import Finding
@@ -87,6 +87,14 @@ class Signature(BaseModel):
     fallback: bool = Field(
         default=False, description="a generic symptom, dropped when any specific signature fires"
     )
+    last_resort: bool = Field(
+        default=False,
+        description=(
+            "a fallback that only says a failure happened (an uncaught exception, a panic, an "
+            "error-level line): also dropped when any other fallback or a stage marker fired, "
+            "since those say more about the same lines"
+        ),
+    )
     stall: bool = Field(
         default=False,
         description=(
@@ -117,6 +125,12 @@ class Signature(BaseModel):
     vllm: str = Field(default="*", description="vLLM versions that print this, e.g. '>=0.6,<0.11'")
     preflight_rule: str | None = None
     sources: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _last_resort_is_a_fallback(self) -> Signature:
+        if self.last_resort and not self.fallback:
+            raise ValueError("last_resort: true needs fallback: true (it is the last fallback)")
+        return self
 
 
 class SignatureFile(BaseModel):

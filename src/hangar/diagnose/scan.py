@@ -7,7 +7,8 @@ Ranking rules (why the first cause is usually the root and not the last symptom)
 - a fired signature demotes the causes it ``suppresses`` (known downstream symptoms,
   e.g. an address-space limit shows up later as CUDA OOM or a failed import);
 - ``fallback`` signatures (bare tracebacks, "Engine core initialization failed") only
-  count when nothing specific fired;
+  count when nothing specific fired, and ``last_resort`` ones (any failure at all:
+  data/failures.yaml) only when nothing else did;
 - ``stall`` signatures are stage markers (NCCL channel setup, placement-group waits): they
   name the likely cause of a log that *stops* at that stage, so they fire only when their
   last match lies in the final ``STALL_WINDOW`` lines of its file and no error signature
@@ -346,6 +347,8 @@ def rank(
         fired = [f for f in fired if not (f.sig.fallback or f.sig.stall)]
     elif any(f.sig.stall for f in fired):
         fired = [_with_quiet_time(f, quiet_for) for f in _stalls_not_followed_by_errors(fired)]
+    if any(not f.sig.last_resort for f in fired):
+        fired = [f for f in fired if not f.sig.last_resort]
     demoted = {cause for f in fired for cause in f.sig.suppresses if cause != f.sig.cause}
     best: dict[str, tuple[float, _Fired]] = {}
     for f in fired:
