@@ -245,6 +245,11 @@ FIELD_SETS = (
         "field set 10 post-hoc (measured once: 7/19 = 36.8% on 12124bf; not tuned on since)",
         False,
     ),
+    (
+        "logs_field11/heldout",
+        "field set 11 post-hoc (measured once: 26/51 = 51.0% on 36070ca; not tuned on since)",
+        False,
+    ),
 )
 
 
