@@ -124,7 +124,7 @@ def test_each_runtimes_failure_form_is_an_unnamed_failure(line: str) -> None:
     [
         "INFO 01-01 00:00:00 [api_server.py:1] Started server process\n",
         "WARNING 01-01 00:00:00 [utils.py:1] Found ulimit of 1024 ... [Errno 1] Operation not permitted\n",
-        # a request error the server survived: it answered requests afterwards
+        # a request error in a log where the server answers requests: taken as handled
         'ValueError: bad request\nINFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK\n',
     ],
 )
