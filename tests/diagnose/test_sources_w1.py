@@ -38,7 +38,7 @@ CASES = [
     ),
     (
         "A module that was compiled using NumPy 1.x cannot be run in",
-        "extension_abi_mismatch",
+        "dependency_mismatch",
     ),
     (
         "RuntimeError: module compiled against ABI version 0x1000009 but this version of numpy is 0x2000000",
