@@ -132,16 +132,6 @@ def test_no_failure_is_no_unnamed_failure(log: str) -> None:
     assert diagnose_text(log).causes == ()
 
 
-def test_a_crash_after_serving_is_still_a_failure() -> None:
-    # the serving lines come before the error: the server answered, then died
-    log = (
-        'INFO:     127.0.0.1:1 - "POST /v1/completions HTTP/1.1" 200 OK\n'
-        "Fatal Python error: Segmentation fault\n"
-    )
-    top = diagnose_text(log).top
-    assert top is not None and top.cause == "other", top
-
-
 def test_directory_input_and_bad_inputs(tmp_path: Path) -> None:
     (tmp_path / "job.err").write_text(HEADS + "\n")
     (tmp_path / "job.out").write_text("INFO fine\n")

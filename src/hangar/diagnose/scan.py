@@ -298,16 +298,6 @@ def _at_end(primary: list[_Hits], file_lines: tuple[int, ...]) -> bool:
     return line > total - STALL_WINDOW
 
 
-def _suppressed(sig: Signature, absent: list[_Hits | None], primary: list[_Hits]) -> bool:
-    """An absent line suppresses a signature wherever it is; for a last resort only when it
-    comes after the failure: a server that went on serving handled the error, one that crashed
-    after serving did not."""
-    if not sig.last_resort:
-        return any(h is not None for h in absent)
-    failed_at = max(h.last for h in primary)
-    return any(h is not None and h.last > failed_at for h in absent)
-
-
 def _fire(
     sig: Signature, hits: dict[tuple[str, str, int], _Hits], file_lines: tuple[int, ...] = ()
 ) -> _Fired | None:
@@ -323,7 +313,7 @@ def _fire(
         seen("requires_any", i) is None for i in range(len(sig.requires_any))
     ):
         return None
-    if _suppressed(sig, [seen("absent", i) for i in range(len(sig.absent))], primary):
+    if any(seen("absent", i) is not None for i in range(len(sig.absent))):
         return None
     support = [
         h
