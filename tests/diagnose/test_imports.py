@@ -77,6 +77,12 @@ CASES = [
     ),
     # pip's Requires-Python check
     "ERROR: Package 'vllm' requires a different Python: 3.8.10 not in '>=3.9'\n",
+    # NumPy 1.24 removed the aliases of builtins (numpy/__init__.py __former_attrs__)
+    (
+        "AttributeError: module 'numpy' has no attribute 'float'.\n"
+        "`np.float` was a deprecated alias for the builtin `float`. To avoid this error in "
+        "existing code, use `float` by itself.\n"
+    ),
     # NumPy 2's refusal of a NumPy 1.x module is a package pair, like its siblings
     (
         "A module that was compiled using NumPy 1.x cannot be run in\n"
