@@ -84,6 +84,15 @@ CASES = [
         "AttributeError: module 'transformers.modeling_utils' has no attribute 'Conv1D'\n",
         "dependency_mismatch",
     ),
+    # an xFormers wheel built without CUDA
+    (
+        (
+            "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+            "    PyTorch 2.3.0+cu121 with CUDA None (you have 2.0.0+cu117)\n"
+            "    Python  3.11.9 (you have 3.11.9)\n"
+        ),
+        "extension_abi_mismatch",
+    ),
     # Transformer Engine's FP8 check
     (
         "AssertionError: Device compute capability 8.9 or higher required for FP8 execution.\n",
