@@ -118,6 +118,19 @@ NEAR_MISSES = [
         "ImportError: cannot import name 'f' from partially initialized module 'mypkg.a' (most "
         "likely due to a circular import)",
     ),
+    # handled optional imports that healthy starts print: vLLM's source build without
+    # vllm/_version.py, xFormers without a matching Triton
+    "RuntimeWarning: Failed to read commit hash:\nNo module named 'vllm._version'\n",
+    (
+        "WARNING:xformers:A matching Triton is not available, some optimizations will not be "
+        "enabled. Error caught was: No module named 'triton.ops'\n"
+    ),
+    # an import-time error the server got past: it came up and serves
+    _import_chain(
+        [(f"{SITE}/vllm/model_executor/layers/fused_moe/__init__.py", "import triton.ops")],
+        "AttributeError: module 'triton' has no attribute 'ops'",
+    )
+    + "INFO:     Application startup complete.\n",
     # a project's own layout run from the wrong directory
     "ModuleNotFoundError: No module named 'src.utils'\n",
     # a compiled version check naming a GPU capability, not a package
