@@ -26,6 +26,13 @@ def assert_names_first(log: str, cause: str) -> None:
     assert causes[0].cause == cause, (log, ranked)
 
 
+def assert_not_known(log: str, cause: str) -> None:
+    """No signature that knows a cause names ``cause`` for ``log`` (the last resort may still
+    say that a failure happened)."""
+    named = [(c.cause, c.signature) for c in known_causes(log)]
+    assert all(c != cause for c, _ in named), (log, named)
+
+
 def names(log: str, cause: str) -> bool:
     """``cause`` is among the causes named for ``log`` (at any rank)."""
     return any(c.cause == cause for c in diagnose_text(log).causes)
